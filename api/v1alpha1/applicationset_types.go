@@ -1,0 +1,518 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ApplicationSet generates Applications: its generators produce parameter sets and its
+// template turns each set into one Application in the ApplicationSet's namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=appset;appsets,categories=navarch
+// +kubebuilder:printcolumn:name="Applications",type=integer,JSONPath=`.status.applicationCount`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="ResourcesUpToDate")].status`
+// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.conditions[?(@.type=="ErrorOccurred")].status`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ApplicationSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state: generators and template.
+	// +required
+	Spec ApplicationSetSpec `json:"spec"`
+
+	// status is the observed state, written by the controller.
+	// +optional
+	Status ApplicationSetStatus `json:"status,omitempty"`
+}
+
+// ApplicationSetList is a list of ApplicationSets.
+//
+// +kubebuilder:object:root=true
+type ApplicationSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ApplicationSet `json:"items"`
+}
+
+// ApplicationSetSpec is the generators, the template, and how generated Applications are
+// kept in line.
+type ApplicationSetSpec struct {
+	// goTemplate renders the template with Go text/template and sprig instead of plain
+	// `{{ key }}` substitution.
+	// +optional
+	GoTemplate bool `json:"goTemplate,omitempty"`
+
+	// goTemplateOptions are text/template options, e.g. `missingkey=error`.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	GoTemplateOptions []GoTemplateOption `json:"goTemplateOptions,omitempty"`
+
+	// generators produce the parameter sets; the Applications are the union of all of them.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Generators []ApplicationSetGenerator `json:"generators"`
+
+	// template is rendered once per parameter set into an Application.
+	// +required
+	Template ApplicationSetTemplate `json:"template"`
+
+	// templatePatch is a templated YAML document merged onto each rendered Application, for
+	// fields string substitution cannot produce (booleans, lists, maps).
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	TemplatePatch *string `json:"templatePatch,omitempty"`
+
+	// syncPolicy controls how generated Applications are created, updated and deleted.
+	// +optional
+	SyncPolicy *ApplicationSetSyncPolicy `json:"syncPolicy,omitempty"`
+
+	// strategy controls the order in which generated Applications are synced.
+	// +optional
+	Strategy *ApplicationSetStrategy `json:"strategy,omitempty"`
+
+	// ignoreApplicationDifferences lists fields of generated Applications that may be edited
+	// by hand without the controller reverting them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	IgnoreApplicationDifferences []ApplicationSetIgnoreDifferences `json:"ignoreApplicationDifferences,omitempty"`
+}
+
+// GoTemplateOption is a text/template option.
+//
+// +kubebuilder:validation:Enum="missingkey=error";"missingkey=zero";"missingkey=default";"missingkey=invalid"
+type GoTemplateOption string
+
+// ApplicationSetTemplate is the template of a generated Application.
+type ApplicationSetTemplate struct {
+	// metadata of the generated Application; name is required and usually templated.
+	// +required
+	Metadata ApplicationSetTemplateMeta `json:"metadata"`
+	// spec of the generated Application.
+	// +required
+	Spec ApplicationSpec `json:"spec"`
+}
+
+// ApplicationSetTemplateMeta is the templatable subset of an Application's metadata.
+type ApplicationSetTemplateMeta struct {
+	// name of the generated Application.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// namespace is ignored: generated Applications live in the ApplicationSet's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// labels of the generated Application.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations of the generated Application.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// finalizers of the generated Application.
+	// +optional
+	// +listType=atomic
+	Finalizers []string `json:"finalizers,omitempty"`
+}
+
+// GeneratorTemplate overrides parts of the ApplicationSet's template for one generator. It
+// is merged onto the main template, so it may be partial; the merged result is validated
+// when the Application is written.
+type GeneratorTemplate struct {
+	// metadata overrides the template's metadata.
+	// +optional
+	Metadata ApplicationSetTemplateMeta `json:"metadata,omitempty"`
+	// spec is a partial Application spec merged onto the template's spec.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+}
+
+// ApplicationSetGenerator is one generator. Exactly one generator kind must be set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, matrix or merge must be set"
+type ApplicationSetGenerator struct {
+	// list generates one parameter set per element.
+	// +optional
+	List *ListGenerator `json:"list,omitempty"`
+	// clusters generates one parameter set per selected Cluster.
+	// +optional
+	Clusters *ClusterGenerator `json:"clusters,omitempty"`
+	// git generates parameter sets from directories or files in a Git repository.
+	// +optional
+	Git *GitGenerator `json:"git,omitempty"`
+	// pullRequest generates one parameter set per open pull request.
+	// +optional
+	PullRequest *PullRequestGenerator `json:"pullRequest,omitempty"`
+	// matrix combines its children's parameter sets as a Cartesian product.
+	// +optional
+	Matrix *MatrixGenerator `json:"matrix,omitempty"`
+	// merge merges its children's parameter sets by mergeKeys.
+	// +optional
+	Merge *MergeGenerator `json:"merge,omitempty"`
+	// selector keeps only the parameter sets whose parameters match.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// NestedGenerator is a child of a matrix or merge generator. A nested matrix or merge is
+// kept as raw JSON (a CRD schema cannot be recursive) and decoded and validated by the
+// controller as a MatrixGenerator or MergeGenerator, so nesting depth is unlimited.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, matrix or merge must be set"
+type NestedGenerator struct {
+	// list generates one parameter set per element.
+	// +optional
+	List *ListGenerator `json:"list,omitempty"`
+	// clusters generates one parameter set per selected Cluster.
+	// +optional
+	Clusters *ClusterGenerator `json:"clusters,omitempty"`
+	// git generates parameter sets from directories or files in a Git repository.
+	// +optional
+	Git *GitGenerator `json:"git,omitempty"`
+	// pullRequest generates one parameter set per open pull request.
+	// +optional
+	PullRequest *PullRequestGenerator `json:"pullRequest,omitempty"`
+	// matrix is a nested matrix generator (same fields as a top-level one).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Matrix *apiextensionsv1.JSON `json:"matrix,omitempty"`
+	// merge is a nested merge generator (same fields as a top-level one).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Merge *apiextensionsv1.JSON `json:"merge,omitempty"`
+	// selector keeps only the parameter sets whose parameters match.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ListGenerator generates one parameter set per element (elements and elementsYaml add up).
+type ListGenerator struct {
+	// elements are objects whose keys become parameters.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10000
+	Elements []apiextensionsv1.JSON `json:"elements,omitempty"`
+	// elementsYaml is a YAML list of elements; it may itself be templated with parameters of
+	// an earlier matrix child.
+	// +optional
+	ElementsYaml string `json:"elementsYaml,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// ClusterGenerator generates one parameter set per Cluster matching selector.
+type ClusterGenerator struct {
+	// selector matches Cluster labels; empty selects every Cluster.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+	// values are extra parameters (`values.<key>`), themselves templated with the Cluster's
+	// parameters.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// GitGenerator generates parameter sets from the directories or the files of a Git repository.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.directories) != has(self.files)",message="exactly one of directories or files must be set"
+type GitGenerator struct {
+	// repoURL is the Git repository's URL.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	RepoURL string `json:"repoURL"`
+	// revision is a branch, tag or commit; empty means HEAD.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// directories generate one parameter set per matching directory.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Directories []GitPathItem `json:"directories,omitempty"`
+	// files generate parameter sets from the content of matching JSON/YAML files.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Files []GitPathItem `json:"files,omitempty"`
+	// pathParamPrefix prefixes the path parameters, e.g. `app` gives `app.path`.
+	// +optional
+	PathParamPrefix string `json:"pathParamPrefix,omitempty"`
+	// values are extra parameters (`values.<key>`), templated with the set's parameters.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+	// requeueAfterSeconds is how often the repository is read again; default 180.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// GitPathItem is a path glob (`*`, `?`, `[...]`, `**`) of a git generator; exclude wins over include.
+type GitPathItem struct {
+	// path is a glob relative to the repository root.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
+	// exclude removes the matching paths instead of adding them.
+	// +optional
+	Exclude bool `json:"exclude,omitempty"`
+}
+
+// PullRequestGenerator generates one parameter set per open pull request.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.github)",message="github must be set (the only supported provider)"
+type PullRequestGenerator struct {
+	// github reads pull requests from GitHub or GitHub Enterprise.
+	// +optional
+	Github *PullRequestGeneratorGithub `json:"github,omitempty"`
+	// filters keep pull requests matching any of them; empty keeps all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Filters []PullRequestGeneratorFilter `json:"filters,omitempty"`
+	// requeueAfterSeconds is how often pull requests are listed again; default 1800.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// PullRequestGeneratorGithub selects a GitHub repository's pull requests.
+type PullRequestGeneratorGithub struct {
+	// owner is the user or organisation owning the repository.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Owner string `json:"owner"`
+	// repo is the repository name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Repo string `json:"repo"`
+	// api is the GitHub Enterprise API base URL; empty means github.com.
+	// +optional
+	API string `json:"api,omitempty"`
+	// tokenRef is a Secret key holding an API token.
+	// +optional
+	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+	// labels keep only pull requests carrying all of these labels.
+	// +optional
+	// +listType=atomic
+	Labels []string `json:"labels,omitempty"`
+}
+
+// PullRequestGeneratorFilter keeps pull requests whose fields match regular expressions.
+type PullRequestGeneratorFilter struct {
+	// branchMatch is a regular expression on the head branch.
+	// +optional
+	BranchMatch *string `json:"branchMatch,omitempty"`
+	// targetBranchMatch is a regular expression on the base branch.
+	// +optional
+	TargetBranchMatch *string `json:"targetBranchMatch,omitempty"`
+	// titleMatch is a regular expression on the title.
+	// +optional
+	TitleMatch *string `json:"titleMatch,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret in the referring object's namespace.
+type SecretKeyRef struct {
+	// secretName is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+	// key is the key in the Secret's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+}
+
+// MatrixGenerator combines its children as a Cartesian product; a later child may use an
+// earlier child's parameters in its own fields.
+type MatrixGenerator struct {
+	// generators are the children.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	Generators []NestedGenerator `json:"generators"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// MergeGenerator merges its children: the first is the base, and a later child's sets
+// override the base sets with the same mergeKeys values.
+type MergeGenerator struct {
+	// generators are the children; the first is the base.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	Generators []NestedGenerator `json:"generators"`
+	// mergeKeys are the parameters whose values identify a set across children.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	MergeKeys []string `json:"mergeKeys"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// ApplicationsSyncPolicy says which changes the controller may make to generated Applications.
+//
+// +kubebuilder:validation:Enum=create-only;create-update;create-delete;sync
+type ApplicationsSyncPolicy string
+
+// Applications sync policies.
+const (
+	// ApplicationsSyncCreateOnly only creates Applications.
+	ApplicationsSyncCreateOnly ApplicationsSyncPolicy = "create-only"
+	// ApplicationsSyncCreateUpdate creates and updates, never deletes.
+	ApplicationsSyncCreateUpdate ApplicationsSyncPolicy = "create-update"
+	// ApplicationsSyncCreateDelete creates and deletes, never updates.
+	ApplicationsSyncCreateDelete ApplicationsSyncPolicy = "create-delete"
+	// ApplicationsSyncSync creates, updates and deletes (the default).
+	ApplicationsSyncSync ApplicationsSyncPolicy = "sync"
+)
+
+// ApplicationSetSyncPolicy controls how generated Applications are kept in line.
+type ApplicationSetSyncPolicy struct {
+	// applicationsSync restricts the changes the controller makes; default `sync`.
+	// +optional
+	ApplicationsSync *ApplicationsSyncPolicy `json:"applicationsSync,omitempty"`
+	// preserveResourcesOnDeletion leaves deployed resources in place when a generated
+	// Application is deleted.
+	// +optional
+	PreserveResourcesOnDeletion bool `json:"preserveResourcesOnDeletion,omitempty"`
+	// maxDeletions caps how many Applications one pass may delete, as a count or a percentage
+	// of the existing ones; a pass over the budget deletes nothing and reports it.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative count or a percentage such as 25%"
+	MaxDeletions *intstr.IntOrString `json:"maxDeletions,omitempty"`
+}
+
+// StrategyType is how generated Applications are rolled out.
+//
+// +kubebuilder:validation:Enum=AllAtOnce;RollingSync
+type StrategyType string
+
+// Strategy types.
+const (
+	StrategyAllAtOnce   StrategyType = "AllAtOnce"
+	StrategyRollingSync StrategyType = "RollingSync"
+)
+
+// ApplicationSetStrategy controls the order in which generated Applications sync.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'RollingSync' || has(self.rollingSync)",message="rollingSync must be set when type is RollingSync"
+type ApplicationSetStrategy struct {
+	// type is AllAtOnce (default) or RollingSync.
+	// +optional
+	// +kubebuilder:default=AllAtOnce
+	Type StrategyType `json:"type,omitempty"`
+	// rollingSync defines ordered steps.
+	// +optional
+	RollingSync *RollingSyncStrategy `json:"rollingSync,omitempty"`
+}
+
+// RollingSyncStrategy syncs Applications step by step.
+type RollingSyncStrategy struct {
+	// steps run in order; each selects Applications by label.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Steps []RollingSyncStep `json:"steps"`
+}
+
+// RollingSyncStep selects the Applications of one step.
+type RollingSyncStep struct {
+	// matchExpressions select Applications by label.
+	// +optional
+	// +listType=atomic
+	MatchExpressions []metav1.LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+	// maxUpdate caps how many Applications of the step sync at once (count or percentage).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUpdate *intstr.IntOrString `json:"maxUpdate,omitempty"`
+}
+
+// ApplicationSetIgnoreDifferences lists fields of generated Applications left as edited.
+type ApplicationSetIgnoreDifferences struct {
+	// name of the Application; empty matches all.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// jsonPointers are RFC 6901 pointers to the ignored fields.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:items:Pattern=`^(/.*)?$`
+	JSONPointers []string `json:"jsonPointers,omitempty"`
+	// jqPathExpressions are jq paths to the ignored fields.
+	// +optional
+	// +listType=atomic
+	JQPathExpressions []string `json:"jqPathExpressions,omitempty"`
+}
+
+// ApplicationSetStatus is the observed state of an ApplicationSet.
+type ApplicationSetStatus struct {
+	// observedGeneration is the generation of the last successful pass.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: ParametersGenerated, ResourcesUpToDate, ErrorOccurred, RolloutProgressing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// applicationCount is the number of Applications generated.
+	// +optional
+	ApplicationCount int64 `json:"applicationCount,omitempty"`
+	// applications lists generated Applications, capped in size; omittedApplications counts
+	// the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=500
+	Applications []ApplicationSetApplicationStatus `json:"applications,omitempty"`
+	// omittedApplications is the number of Applications not listed in applications.
+	// +optional
+	OmittedApplications int64 `json:"omittedApplications,omitempty"`
+}
+
+// ApplicationSetApplicationStatus summarises one generated Application.
+type ApplicationSetApplicationStatus struct {
+	// name of the Application.
+	// +required
+	Name string `json:"name"`
+	// cluster is the Application's destination.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// sync is the Application's sync status.
+	// +optional
+	Sync SyncStatusCode `json:"sync,omitempty"`
+	// health is the Application's health.
+	// +optional
+	Health HealthStatusCode `json:"health,omitempty"`
+	// message explains an error for this Application.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -1,0 +1,83 @@
+package v1alpha1
+
+// Condition types shared by all kinds, following kstatus conventions: Ready says the object
+// reached its desired state, Reconciling that work is under way, Stalled that it cannot
+// progress without a change.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// ApplicationSet condition types, named as in Argo CD so dashboards and alerts port.
+const (
+	// ApplicationSetErrorOccurred is True when the last pass failed; nothing was created,
+	// updated or deleted in it.
+	ApplicationSetErrorOccurred = "ErrorOccurred"
+	// ApplicationSetParametersGenerated is True when every generator produced its parameters.
+	ApplicationSetParametersGenerated = "ParametersGenerated"
+	// ApplicationSetResourcesUpToDate is True when every generated Application is written.
+	ApplicationSetResourcesUpToDate = "ResourcesUpToDate"
+	// ApplicationSetRolloutProgressing is True while a progressive rollout is under way.
+	ApplicationSetRolloutProgressing = "RolloutProgressing"
+)
+
+// ApplicationSet condition reasons.
+const (
+	ReasonGeneratorError          = "GeneratorError"
+	ReasonTemplateError           = "TemplateError"
+	ReasonDuplicateName           = "DuplicateApplicationName"
+	ReasonDeletionBudgetExceeded  = "DeletionBudgetExceeded"
+	ReasonApplicationError        = "ApplicationError"
+	ReasonParametersGenerated     = "ParametersGenerated"
+	ReasonApplicationSetUpToDate  = "ApplicationSetUpToDate"
+	ReasonApplicationSetReconcile = "Reconciling"
+)
+
+// Application condition types.
+const (
+	// ApplicationComparisonError is True when the source could not be fetched, rendered or
+	// compared with the live state.
+	ApplicationComparisonError = "ComparisonError"
+	// ApplicationSyncError is True when the last sync failed.
+	ApplicationSyncError = "SyncError"
+	// ApplicationSharedResourceWarning is True when a resource is also tracked by another
+	// Application.
+	ApplicationSharedResourceWarning = "SharedResourceWarning"
+)
+
+// Cluster Ready condition reasons.
+const (
+	// ReasonConnected: the last probe reached the API server and read its version.
+	ReasonConnected = "Connected"
+	// ReasonUnreachable: the API server did not answer.
+	ReasonUnreachable = "Unreachable"
+	// ReasonUnauthorized: the API server refused the credentials.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonInvalidKubeconfig: the kubeconfig Secret is missing or cannot be parsed.
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+)
+
+// Annotations and labels navarch reads and writes. The argocd.argoproj.io equivalents of the
+// manifest annotations are honoured too, because users' repositories already carry them.
+const (
+	AnnotationSyncWave         = "navarch.io/sync-wave"
+	AnnotationHook             = "navarch.io/hook"
+	AnnotationHookDeletePolicy = "navarch.io/hook-delete-policy"
+	AnnotationSyncOptions      = "navarch.io/sync-options"
+	AnnotationCompareOptions   = "navarch.io/compare-options"
+	AnnotationTrackingID       = "navarch.io/tracking-id"
+	AnnotationRefresh          = "navarch.io/refresh"
+
+	ArgoAnnotationSyncWave         = "argocd.argoproj.io/sync-wave"
+	ArgoAnnotationHook             = "argocd.argoproj.io/hook"
+	ArgoAnnotationHookDeletePolicy = "argocd.argoproj.io/hook-delete-policy"
+	ArgoAnnotationSyncOptions      = "argocd.argoproj.io/sync-options"
+	ArgoAnnotationCompareOptions   = "argocd.argoproj.io/compare-options"
+
+	// LabelApplicationSet is set on every generated Application to its ApplicationSet's name.
+	LabelApplicationSet = "navarch.io/applicationset"
+
+	// FinalizerResources makes deleting an Application delete its resources first.
+	FinalizerResources = "navarch.io/resources-finalizer"
+)
