@@ -455,6 +455,7 @@ func TestBasicAuth(t *testing.T) {
 	}{
 		{name: "no credentials", url: repoURL, wantErr: true},
 		{name: "wrong credentials in URL", url: withUserinfo(t, repoURL, user, wrongPass), wantErr: true},
+		{name: "wrong user in URL", url: withUserinfo(t, repoURL, "mallory", pass), wantErr: true},
 		{name: "right credentials in URL", url: withUserinfo(t, repoURL, user, pass)},
 		{name: "credential helper", args: []string{"-c", "credential.helper=" + helper}, url: repoURL},
 	}

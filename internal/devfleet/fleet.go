@@ -1,0 +1,184 @@
+// Package devfleet runs a local navarch fleet for development and demos: a management cluster
+// with navarch's CRDs, N workload clusters registered in it as Cluster objects, and a Git
+// server. `navarch dev up` starts Run in a detached supervisor process that owns every cluster
+// process; the supervisor records what it started in a state file that `navarch dev status`
+// and `navarch dev down` read.
+package devfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/config/crd"
+	"github.com/navarch-io/navarch/internal/gitserver"
+	"github.com/navarch-io/navarch/internal/localcluster"
+)
+
+// SystemNamespace holds the kubeconfig Secrets of the registered workload clusters.
+const SystemNamespace = "navarch-system"
+
+// ManagementName is the name of the management cluster in the state file and in logs.
+const ManagementName = "management"
+
+var (
+	envCycle    = []string{"dev", "staging", "prod"}
+	regionCycle = []string{"eu-west", "us-east", "ap-south"}
+)
+
+// Options configure a dev fleet.
+type Options struct {
+	// StateDir holds the state file, the clusters' data and every log.
+	StateDir string
+	// Clusters is the number of workload clusters.
+	Clusters int
+	// Workloads runs controllers, a scheduler and simulated nodes in the workload clusters, so
+	// Deployments become Available and Jobs complete.
+	Workloads bool
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// WorkloadClusterName is the name of the i-th (0-based) workload cluster: its env label and
+// its position, e.g. dev-1, staging-2, prod-3.
+func WorkloadClusterName(i int) string {
+	return fmt.Sprintf("%s-%d", envCycle[i%len(envCycle)], i+1)
+}
+
+// Run starts the fleet, records it in the state file, and keeps it running until ctx is done;
+// then it stops everything it started. A start failure stops whatever had started.
+func Run(ctx context.Context, opts Options) (err error) {
+	if opts.Clusters < 0 {
+		return fmt.Errorf("--clusters must be 0 or more, got %d", opts.Clusters)
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	start := time.Now()
+	p := newProgress(opts.Progress)
+	say, log := p.say, p.logger()
+
+	state := &State{PID: os.Getpid(), StartedAt: time.Now().UTC(), Workloads: opts.Workloads}
+
+	git, err := gitserver.Start(gitserver.Options{Root: filepath.Join(opts.StateDir, "git")})
+	if err != nil {
+		return fmt.Errorf("start git server: %w", err)
+	}
+	defer func() { err = errors.Join(err, git.Close()) }()
+	state.Git = GitState{URL: git.URL(), Root: git.Root()}
+	say("git server listening on %s (bare repositories in %s)", git.URL(), git.Root())
+
+	clusterOpts := []localcluster.Options{{
+		Name:   ManagementName,
+		Dir:    filepath.Join(opts.StateDir, "clusters", ManagementName),
+		Logger: log.WithName(ManagementName),
+	}}
+	for i := range opts.Clusters {
+		name := WorkloadClusterName(i)
+		clusterOpts = append(clusterOpts, localcluster.Options{
+			Name:      name,
+			Workloads: opts.Workloads,
+			Dir:       filepath.Join(opts.StateDir, "clusters", name),
+			Logger:    log.WithName(name),
+		})
+	}
+	say("starting %d clusters (management + %d workload, workload mode %v)", len(clusterOpts), opts.Clusters, opts.Workloads)
+	clusters, err := localcluster.StartMany(ctx, clusterOpts)
+	if err != nil {
+		return fmt.Errorf("start clusters: %w", err)
+	}
+	defer func() {
+		say("stopping %d clusters", len(clusters))
+		for _, c := range clusters {
+			err = errors.Join(err, c.Stop())
+		}
+	}()
+	mgmt := clusters[0]
+	state.Management = clusterState(mgmt, nil)
+	say("clusters ready")
+
+	if err := crd.Install(ctx, mgmt.RESTConfig()); err != nil {
+		return fmt.Errorf("install CRDs into the management cluster: %w", err)
+	}
+	say("installed navarch CRDs into the management cluster")
+
+	c, err := client.New(mgmt.RESTConfig(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		return fmt.Errorf("management client: %w", err)
+	}
+	for i, wc := range clusters[1:] {
+		labels := map[string]string{"env": envCycle[i%len(envCycle)], "region": regionCycle[i%len(regionCycle)]}
+		if err := register(ctx, c, wc, labels); err != nil {
+			return fmt.Errorf("register %s: %w", wc.Name, err)
+		}
+		state.Clusters = append(state.Clusters, clusterState(wc, labels))
+		say("registered Cluster %s (env=%s, region=%s)", wc.Name, labels["env"], labels["region"])
+	}
+
+	state.Ready = true
+	if err := state.write(opts.StateDir); err != nil {
+		return err
+	}
+	say("fleet ready in %s", time.Since(start).Round(100*time.Millisecond))
+
+	<-ctx.Done()
+	say("shutting down")
+	return nil
+}
+
+// Scheme holds the core Kubernetes types and navarch's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = navarchv1.AddToScheme(s)
+	return s
+}
+
+// register creates the kubeconfig Secret and the Cluster object of a workload cluster.
+func register(ctx context.Context, c client.Client, wc *localcluster.Cluster, labels map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
+		return fmt.Errorf("create namespace %s: %w", SystemNamespace, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: wc.Name + "-kubeconfig", Namespace: SystemNamespace},
+		Data:       map[string][]byte{"value": wc.Kubeconfig()},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return fmt.Errorf("create kubeconfig Secret: %w", err)
+	}
+	cluster := &navarchv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: wc.Name, Labels: labels},
+		Spec: navarchv1.ClusterSpec{
+			Server: wc.Server(),
+			KubeconfigSecretRef: &navarchv1.KubeconfigSecretRef{
+				Namespace: SystemNamespace, Name: secret.Name, Key: "value",
+			},
+		},
+	}
+	if err := c.Create(ctx, cluster); err != nil {
+		return fmt.Errorf("create Cluster: %w", err)
+	}
+	return nil
+}
+
+func clusterState(c *localcluster.Cluster, labels map[string]string) ClusterState {
+	return ClusterState{
+		Name:       c.Name,
+		Server:     c.Server(),
+		Kubeconfig: c.KubeconfigPath(),
+		Labels:     labels,
+		PIDs:       c.PIDs(),
+	}
+}
