@@ -1,0 +1,261 @@
+// Package argocd reads Argo CD YAML as users already have it and converts it to navarch
+// objects. Every field is accounted for: a field with no meaning in navarch that is safe to drop
+// (e.g. `project: default`) is dropped with a Warning; a field that would change behaviour and
+// that navarch does not support is an error naming it, never silently lost. Native navarch
+// objects go through the same schema check, so a typo is caught before anything is generated.
+package argocd
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/config/crd"
+)
+
+// APIVersion is the apiVersion of Argo CD's Application and ApplicationSet.
+const APIVersion = "argoproj.io/v1alpha1"
+
+// Warning is a field dropped or rewritten on conversion.
+type Warning struct {
+	// Field is the field's path, e.g. `spec.template.spec.project`.
+	Field string
+	// Message says what happened to it and why that is safe.
+	Message string
+}
+
+func (w Warning) String() string { return w.Field + ": " + w.Message }
+
+// FieldError is a field that cannot be carried over.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ConvertErrors collects every field that cannot be carried over, so a user fixes them in one go.
+type ConvertErrors []*FieldError
+
+func (e ConvertErrors) Error() string {
+	lines := make([]string, len(e))
+	for i, fe := range e {
+		lines[i] = fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ApplicationSet converts an ApplicationSet, given as a decoded YAML/JSON object in either
+// navarch's or Argo CD's apiVersion, into navarch's type.
+func ApplicationSet(obj map[string]any) (*navarchv1.ApplicationSet, []Warning, error) {
+	c, err := newConverter(obj, "ApplicationSet", "applicationsets.navarch.io")
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return nil, nil, &FieldError{Field: "spec", Message: "Required value"}
+	}
+	c.walk("spec", spec, c.schema.Properties["spec"])
+	out := &navarchv1.ApplicationSet{}
+	if err := c.finish(obj, out); err != nil {
+		return nil, c.warnings, err
+	}
+	return out, c.warnings, nil
+}
+
+// Application converts an Application in either apiVersion into navarch's type.
+func Application(obj map[string]any) (*navarchv1.Application, []Warning, error) {
+	c, err := newConverter(obj, "Application", "applications.navarch.io")
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return nil, nil, &FieldError{Field: "spec", Message: "Required value"}
+	}
+	c.walk("spec", spec, c.schema.Properties["spec"])
+	if op, ok := obj["operation"].(map[string]any); ok {
+		c.walk("operation", op, c.schema.Properties["operation"])
+	}
+	out := &navarchv1.Application{}
+	if err := c.finish(obj, out); err != nil {
+		return nil, c.warnings, err
+	}
+	return out, c.warnings, nil
+}
+
+type converter struct {
+	argo     bool
+	schema   apiextensionsv1.JSONSchemaProps
+	warnings []Warning
+	errs     ConvertErrors
+	// generatorSchema is the schema of one top-level generator: nested matrix and merge
+	// generators are schemaless in the CRD and are checked against it instead.
+	generatorSchema *apiextensionsv1.JSONSchemaProps
+}
+
+func newConverter(obj map[string]any, kind, crdName string) (*converter, error) {
+	apiVersion, _ := obj["apiVersion"].(string)
+	gotKind, _ := obj["kind"].(string)
+	if gotKind != kind {
+		return nil, fmt.Errorf("kind: want %s, got %q", kind, gotKind)
+	}
+	c := &converter{}
+	switch apiVersion {
+	case APIVersion:
+		c.argo = true
+	case navarchv1.GroupVersion.String():
+	default:
+		return nil, fmt.Errorf("apiVersion: want %s or %s, got %q", navarchv1.GroupVersion, APIVersion, apiVersion)
+	}
+	schema, err := schemaOf(crdName)
+	if err != nil {
+		return nil, err
+	}
+	c.schema = schema
+	if gens, ok := schema.Properties["spec"].Properties["generators"]; ok && gens.Items != nil {
+		c.generatorSchema = gens.Items.Schema
+	}
+	return c, nil
+}
+
+// finish converts metadata and decodes the checked object into out.
+func (c *converter) finish(obj map[string]any, out any) error {
+	converted := map[string]any{
+		"apiVersion": navarchv1.GroupVersion.String(),
+		"kind":       obj["kind"],
+		"metadata":   c.metadata(obj["metadata"]),
+		"spec":       obj["spec"],
+	}
+	if op, ok := obj["operation"]; ok {
+		converted["operation"] = op
+	}
+	if len(c.errs) > 0 {
+		sort.Slice(c.errs, func(i, j int) bool { return c.errs[i].Field < c.errs[j].Field })
+		return c.errs
+	}
+	data, err := json.Marshal(converted)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// metadata keeps what a user writes (name, namespace, labels, annotations) and drops what a
+// server wrote (uid, resourceVersion, managedFields, …).
+func (c *converter) metadata(v any) map[string]any {
+	in, _ := v.(map[string]any)
+	out := map[string]any{}
+	for _, k := range []string{"name", "namespace", "labels", "annotations", "generateName"} {
+		if val, ok := in[k]; ok {
+			out[k] = val
+		}
+	}
+	if fins, ok := in["finalizers"].([]any); ok && len(fins) > 0 {
+		c.warn("metadata.finalizers", "dropped: navarch adds the finalizers it needs itself")
+	}
+	return out
+}
+
+func (c *converter) warn(field, msg string) {
+	c.warnings = append(c.warnings, Warning{Field: field, Message: msg})
+}
+
+func (c *converter) fail(field, msg string) {
+	c.errs = append(c.errs, &FieldError{Field: field, Message: msg})
+}
+
+// walk checks obj against schema, applying the Argo CD rules on the way. It edits obj in place
+// (dropping ignorable fields, rewriting finalizers).
+func (c *converter) walk(path string, obj map[string]any, schema apiextensionsv1.JSONSchemaProps) {
+	for _, key := range sortedKeys(obj) {
+		field := path + "." + key
+		val := obj[key]
+		if c.argo {
+			switch rule := argoRule(field, key, val); rule.action {
+			case drop:
+				delete(obj, key)
+				c.warn(field, rule.message)
+				continue
+			case unsupported:
+				c.fail(field, rule.message)
+				continue
+			case rewrite:
+				if converted, changed := rule.rewrite(val); changed {
+					obj[key], val = converted, converted
+					c.warn(field, rule.message)
+				}
+			}
+		}
+		prop, known := schema.Properties[key]
+		if !known {
+			if schema.XPreserveUnknownFields != nil && *schema.XPreserveUnknownFields {
+				continue
+			}
+			if schema.AdditionalProperties != nil {
+				continue // a map such as labels: any key is fine
+			}
+			c.fail(field, "unknown field; navarch has no such field")
+			continue
+		}
+		c.walkValue(field, key, val, prop)
+	}
+}
+
+func (c *converter) walkValue(field, key string, val any, prop apiextensionsv1.JSONSchemaProps) {
+	schemaless := prop.XPreserveUnknownFields != nil && *prop.XPreserveUnknownFields
+	switch v := val.(type) {
+	case map[string]any:
+		switch {
+		case schemaless && (key == "matrix" || key == "merge") && c.generatorSchema != nil:
+			// A nested matrix or merge: check it as the top-level generator kind it is.
+			c.walk(field, v, c.generatorSchema.Properties[key])
+		case !schemaless:
+			c.walk(field, v, prop)
+		}
+	case []any:
+		if prop.Items == nil || prop.Items.Schema == nil {
+			return
+		}
+		for i, item := range v {
+			if m, ok := item.(map[string]any); ok {
+				itemSchema := *prop.Items.Schema
+				if itemSchema.XPreserveUnknownFields != nil && *itemSchema.XPreserveUnknownFields {
+					continue // list elements and the like: free-form by design
+				}
+				c.walk(fmt.Sprintf("%s[%d]", field, i), m, itemSchema)
+			}
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func schemaOf(crdName string) (apiextensionsv1.JSONSchemaProps, error) {
+	crds, err := crd.Load()
+	if err != nil {
+		return apiextensionsv1.JSONSchemaProps{}, err
+	}
+	for _, d := range crds {
+		if d.Name == crdName {
+			for _, v := range d.Spec.Versions {
+				if v.Name == navarchv1.GroupVersion.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+					return *v.Schema.OpenAPIV3Schema, nil
+				}
+			}
+		}
+	}
+	return apiextensionsv1.JSONSchemaProps{}, fmt.Errorf("no %s schema for %s embedded", crdName, navarchv1.GroupVersion)
+}

@@ -1,0 +1,186 @@
+package argocd
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// seedAppSet is the ApplicationSet of the seed guide, as users have it.
+const seedAppSet = `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: all-apps, namespace: argocd, uid: 1234, resourceVersion: "99" }
+spec:
+  generators:
+    - git:
+        repoURL: https://github.com/org/deploy.git
+        revision: main
+        directories: [{ path: "apps/*" }]
+  template:
+    metadata: { name: '{{path.basename}}', finalizers: [resources-finalizer.argocd.argoproj.io] }
+    spec:
+      project: default
+      source: { repoURL: 'https://github.com/org/deploy.git', targetRevision: main, path: '{{path}}' }
+      destination: { server: 'https://kubernetes.default.svc', namespace: '{{path.basename}}' }
+      syncPolicy: { automated: { prune: true, selfHeal: true } }
+status:
+  conditions: [{type: ErrorOccurred, status: "False"}]
+`
+
+func decode(t *testing.T, y string) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(y), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+func TestApplicationSetFromArgoCD(t *testing.T) {
+	set, warnings, err := ApplicationSet(decode(t, seedAppSet))
+	if err != nil {
+		t.Fatalf("the seed guide's ApplicationSet does not convert: %v", err)
+	}
+	if set.APIVersion != "navarch.io/v1alpha1" || set.Name != "all-apps" || set.Namespace != "argocd" {
+		t.Errorf("converted %s %s/%s", set.APIVersion, set.Namespace, set.Name)
+	}
+	if set.UID != "" || set.ResourceVersion != "" {
+		t.Errorf("server-written metadata carried over: uid %q resourceVersion %q", set.UID, set.ResourceVersion)
+	}
+	g := set.Spec.Generators[0].Git
+	if g == nil || g.RepoURL != "https://github.com/org/deploy.git" || g.Directories[0].Path != "apps/*" {
+		t.Fatalf("git generator not carried over: %+v", set.Spec.Generators[0])
+	}
+	tmpl := set.Spec.Template
+	if tmpl.Spec.Source.Path != "{{path}}" || !tmpl.Spec.SyncPolicy.Automated.SelfHeal {
+		t.Errorf("template spec not carried over: %+v", tmpl.Spec)
+	}
+	if len(tmpl.Metadata.Finalizers) != 1 || tmpl.Metadata.Finalizers[0] != navarchv1.FinalizerResources {
+		t.Errorf("template finalizers = %v, want [%s]", tmpl.Metadata.Finalizers, navarchv1.FinalizerResources)
+	}
+	got := map[string]bool{}
+	for _, w := range warnings {
+		got[w.Field] = true
+	}
+	for _, want := range []string{"spec.template.spec.project", "spec.template.metadata.finalizers"} {
+		if !got[want] {
+			t.Errorf("no warning for %s; warnings: %v", want, warnings)
+		}
+	}
+}
+
+func TestConversionRefusesWhatWouldChangeBehaviour(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		fields     []string
+	}{
+		{
+			name: "a restricting AppProject, multiple sources, a Helm repository chart",
+			yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: a}
+spec:
+  project: payments
+  sources: [{repoURL: 'https://x'}]
+  source: {repoURL: 'https://charts.example', chart: redis, targetRevision: 17.0.0}
+  destination: {name: prod}`,
+			fields: []string{"spec.project", "spec.source.chart", "spec.sources"},
+		},
+		{
+			name: "unsupported generators and providers, nested in a matrix",
+			yaml: `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: s}
+spec:
+  preservedFields: {annotations: [a]}
+  generators:
+  - scmProvider: {github: {organization: org}}
+  - matrix:
+      generators:
+      - pullRequest: {gitlab: {project: "1"}}
+      - matrix:
+          generators:
+          - clusters: {flatList: true}
+          - list: {elements: [{a: b}], unknownKnob: true}
+  template:
+    metadata: {name: x}
+    spec:
+      source: {repoURL: 'https://x', directory: {jsonnet: {}}}
+      destination: {name: x}
+      syncPolicy: {managedNamespaceMetadata: {labels: {a: b}}}`,
+			fields: []string{
+				"spec.generators[0].scmProvider",
+				"spec.generators[1].matrix.generators[0].pullRequest.gitlab",
+				"spec.generators[1].matrix.generators[1].matrix.generators[0].clusters.flatList",
+				"spec.generators[1].matrix.generators[1].matrix.generators[1].list.unknownKnob",
+				"spec.preservedFields",
+				"spec.template.spec.source.directory.jsonnet",
+				"spec.template.spec.syncPolicy.managedNamespaceMetadata",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := decode(t, tt.yaml)
+			var err error
+			if obj["kind"] == "Application" {
+				_, _, err = Application(obj)
+			} else {
+				_, _, err = ApplicationSet(obj)
+			}
+			var errs ConvertErrors
+			if !errors.As(err, &errs) {
+				t.Fatalf("got %v, want ConvertErrors naming %v", err, tt.fields)
+			}
+			named := map[string]bool{}
+			for _, fe := range errs {
+				named[fe.Field] = true
+			}
+			for _, f := range tt.fields {
+				if !named[f] {
+					t.Errorf("no error names %s; errors:\n%v", f, err)
+				}
+			}
+			if len(errs) != len(tt.fields) {
+				t.Errorf("got %d errors, want %d:\n%v", len(errs), len(tt.fields), err)
+			}
+		})
+	}
+}
+
+func TestNativeObjectsAreCheckedForUnknownFields(t *testing.T) {
+	_, _, err := ApplicationSet(decode(t, `
+apiVersion: navarch.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: s}
+spec:
+  project: default
+  generators: [{list: {elements: [{a: b}]}}]
+  template:
+    metadata: {name: x}
+    spec: {source: {repoURL: 'https://x', pathh: typo}, destination: {name: x}}`))
+	if err == nil {
+		t.Fatal("a navarch ApplicationSet with unknown fields was accepted")
+	}
+	for _, want := range []string{"spec.project: unknown field", "spec.template.spec.source.pathh: unknown field"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestWrongKindOrVersion(t *testing.T) {
+	if _, _, err := ApplicationSet(decode(t, "apiVersion: apps/v1\nkind: ApplicationSet\n")); err == nil || !strings.Contains(err.Error(), "apiVersion") {
+		t.Errorf("wrong apiVersion: %v", err)
+	}
+	if _, _, err := ApplicationSet(decode(t, "apiVersion: navarch.io/v1alpha1\nkind: Application\n")); err == nil || !strings.Contains(err.Error(), "kind") {
+		t.Errorf("wrong kind: %v", err)
+	}
+}
