@@ -24,6 +24,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/devfleet"
+	"github.com/navarch-io/navarch/internal/scheme"
 )
 
 // navarchBinary is built once by TestMain.
@@ -188,7 +189,7 @@ func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 
 func clientFor(t *testing.T, kubeconfig string) client.Client {
 	t.Helper()
-	c, err := client.New(restConfig(t, kubeconfig), client.Options{Scheme: devfleet.Scheme()})
+	c, err := client.New(restConfig(t, kubeconfig), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}

@@ -16,14 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/config/crd"
 	"github.com/navarch-io/navarch/internal/gitserver"
 	"github.com/navarch-io/navarch/internal/localcluster"
+	"github.com/navarch-io/navarch/internal/scheme"
 )
 
 // SystemNamespace holds the kubeconfig Secrets of the registered workload clusters.
@@ -113,7 +112,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	say("installed navarch CRDs into the management cluster")
 
-	c, err := client.New(mgmt.RESTConfig(), client.Options{Scheme: Scheme()})
+	c, err := client.New(mgmt.RESTConfig(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
@@ -135,14 +134,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 	<-ctx.Done()
 	say("shutting down")
 	return nil
-}
-
-// Scheme holds the core Kubernetes types and navarch's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = navarchv1.AddToScheme(s)
-	return s
 }
 
 // register creates the kubeconfig Secret and the Cluster object of a workload cluster.

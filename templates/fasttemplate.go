@@ -1,0 +1,179 @@
+package templates
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+const (
+	openTag  = "{{"
+	closeTag = "}}"
+)
+
+// isFastTemplated reports whether fasttemplate mode processes s at all. Argo CD only substitutes
+// in a string where one line holds a "{{" followed by a "}}"; any other string, including one
+// whose only tag spans lines, is kept as it is.
+func isFastTemplated(s string) bool {
+	for {
+		i := strings.Index(s, openTag)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(openTag):]
+		nl := strings.IndexByte(s, '\n')
+		if nl < 0 {
+			return strings.Contains(s, closeTag)
+		}
+		if strings.Contains(s[:nl], closeTag) {
+			return true
+		}
+		s = s[nl+1:]
+	}
+}
+
+// fastText is a string compiled for fasttemplate mode: lits[0] tags[0] lits[1] ... lits[n].
+type fastText struct {
+	lits []string
+	tags []fastTag
+	// jlits are lits escaped for a JSON string, for rendering straight into JSON.
+	jlits []string
+}
+
+type fastTag struct {
+	// key is the tag with surrounding whitespace trimmed, the parameter name.
+	key string
+	// raw is the tag as written, braces included, output when key is unknown.
+	raw string
+	// jraw is raw escaped for a JSON string.
+	jraw string
+}
+
+// compileFast splits s, for which isFastTemplated is true, into literals and tags.
+func compileFast(s string) (*fastText, error) {
+	t := &fastText{}
+	pos := 0
+	for {
+		i := strings.Index(s[pos:], openTag)
+		if i < 0 {
+			t.lits = append(t.lits, s[pos:])
+			break
+		}
+		start := pos + i
+		t.lits = append(t.lits, s[pos:start])
+		j := strings.Index(s[start+len(openTag):], closeTag)
+		if j < 0 {
+			return nil, errUnclosed(start)
+		}
+		end := start + len(openTag) + j + len(closeTag)
+		raw := s[start:end]
+		t.tags = append(t.tags, fastTag{
+			key: strings.TrimSpace(raw[len(openTag) : len(raw)-len(closeTag)]),
+			raw: raw,
+		})
+		pos = end
+	}
+	t.jlits = make([]string, len(t.lits))
+	for i, l := range t.lits {
+		t.jlits[i] = string(appendJSONEscaped(nil, l))
+	}
+	for i := range t.tags {
+		t.tags[i].jraw = string(appendJSONEscaped(nil, t.tags[i].raw))
+	}
+	return t, nil
+}
+
+func errUnclosed(offset int) error {
+	return fmt.Errorf(`cannot find the closing "}}" of the "{{" at offset %d`, offset)
+}
+
+// lookupFast returns the replacement for a tag: the parameter's value, a string as is and any
+// other non-nil value formatted with fmt. An empty tag, a missing key and a nil value are not
+// replaced.
+func lookupFast(params map[string]any, key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	v, ok := params[key]
+	if !ok || v == nil {
+		return "", false
+	}
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case bool:
+		return strconv.FormatBool(v), true
+	case fmt.Stringer:
+		return v.String(), true
+	default:
+		return fmt.Sprint(v), true
+	}
+}
+
+// render returns the substituted string.
+func (t *fastText) render(params map[string]any) string {
+	var b strings.Builder
+	n := len(t.lits[len(t.lits)-1])
+	for i, tag := range t.tags {
+		n += len(t.lits[i]) + len(tag.raw)
+	}
+	b.Grow(n)
+	for i, tag := range t.tags {
+		b.WriteString(t.lits[i])
+		if v, ok := lookupFast(params, tag.key); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(tag.raw)
+		}
+	}
+	b.WriteString(t.lits[len(t.lits)-1])
+	return b.String()
+}
+
+// appendJSON appends the substituted string, escaped for a JSON string, to dst.
+func (t *fastText) appendJSON(dst []byte, params map[string]any) []byte {
+	for i, tag := range t.tags {
+		dst = append(dst, t.jlits[i]...)
+		if v, ok := lookupFast(params, tag.key); ok {
+			dst = appendJSONEscaped(dst, v)
+		} else {
+			dst = append(dst, tag.jraw...)
+		}
+	}
+	return append(dst, t.jlits[len(t.jlits)-1]...)
+}
+
+// renderFast substitutes s in one pass, without keeping a compiled form.
+func renderFast(s string, params map[string]any) (string, error) {
+	if !isFastTemplated(s) {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/2)
+	pos := 0
+	for {
+		i := strings.Index(s[pos:], openTag)
+		if i < 0 {
+			b.WriteString(s[pos:])
+			return b.String(), nil
+		}
+		start := pos + i
+		b.WriteString(s[pos:start])
+		j := strings.Index(s[start+len(openTag):], closeTag)
+		if j < 0 {
+			return "", errUnclosed(start)
+		}
+		end := start + len(openTag) + j + len(closeTag)
+		raw := s[start:end]
+		if v, ok := lookupFast(params, strings.TrimSpace(raw[len(openTag):len(raw)-len(closeTag)])); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(raw)
+		}
+		pos = end
+	}
+}
