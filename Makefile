@@ -73,8 +73,28 @@ git: ## Install git (the test Git server runs git http-backend) when it is missi
 ##@ Test
 
 .PHONY: test
-test: git k8s ## Run every unit, integration and e2e test against real local clusters.
+test: git k8s ## Run every unit, integration and e2e test against real local clusters, then short fuzz runs.
 	go test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# Fuzz targets as package:Target. `make fuzz` runs each for FUZZTIME; `make test` runs each
+# briefly so a regression in a parser or a template mode shows up in CI.
+FUZZ_TARGETS := ./templates:FuzzFastTemplate ./templates:FuzzGoTemplate ./generators:FuzzMatchPath \
+	./internal/gitrepo:FuzzParseLsRemote ./internal/gitrepo:FuzzParseLsTree
+FUZZTIME ?= 2m
+TEST_FUZZTIME ?= 5s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 2m each).
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		go test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	done
+
+.PHONY: bench
+bench: k8s ## Run the performance benchmarks (DESIGN.md budgets); results go in bench/RESULTS.md.
+	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/
 
 .PHONY: demo
 demo: git k8s build ## Bring up a local fleet: a management cluster and three workload clusters.
