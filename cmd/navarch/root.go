@@ -33,6 +33,6 @@ cluster in sync with Git.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newGenerateCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(newControllerCommand(), newGenerateCommand(), newDevCommand(), newVersionCommand())
 	return root
 }

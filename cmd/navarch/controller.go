@@ -1,0 +1,55 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/navarch-io/navarch/internal/controller"
+)
+
+func newControllerCommand() *cobra.Command {
+	var (
+		opts  controller.Options
+		kube  kubeFlags
+		zapOp = zap.Options{}
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the navarch controllers against the management cluster",
+		Long: `controller runs the ApplicationSet controller in a controller-runtime manager: it turns
+ApplicationSets into Applications and keeps them in line. In a cluster it uses the in-cluster
+configuration; outside, the kubeconfig like kubectl.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := kube.restConfig()
+			if err != nil {
+				return err
+			}
+			logger := zap.New(zap.UseFlagOptions(&zapOp))
+			ctrl.SetLogger(logger)
+			opts.Config, opts.Logger = cfg, logger
+			return controller.Run(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	kube.addTo(f)
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
+	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader so only one replica is active")
+	f.StringVar(&opts.SystemNamespace, "system-namespace", "navarch-system", "namespace of the leader lease and repository credential Secrets")
+	f.StringSliceVar(&opts.Namespaces, "namespaces", nil, "watch only these namespaces (default: all)")
+	f.IntVar(&opts.ApplicationSetConcurrency, "applicationset-concurrency", 4, "ApplicationSets reconciled at once")
+	f.IntVar(&opts.WriteConcurrency, "write-concurrency", 16, "Application writes in flight per ApplicationSet pass")
+	f.Float32Var(&opts.QPS, "kube-api-qps", 200, "queries per second to the management cluster")
+	f.IntVar(&opts.Burst, "kube-api-burst", 400, "burst of queries to the management cluster")
+	f.StringVar(&opts.GitCacheDir, "git-cache-dir", "", "directory for Git mirrors (default: a temporary directory)")
+	f.IntVar(&opts.MaxParamSets, "max-param-sets", 10000, "cap on parameter sets per ApplicationSet")
+	f.DurationVar(&opts.ErrorRequeue, "error-requeue", 0, "how soon a failed pass is retried (default 10s)")
+	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
+	zapOp.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	return cmd
+}

@@ -1,0 +1,466 @@
+// Package controller holds navarch's reconcilers: thin adapters that read API objects, call the
+// pure packages (generators, templates, internal/appset) and write the results back. Run starts
+// them in a controller-runtime manager, the same way for `navarch controller` and for tests.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/generators"
+	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/templates"
+)
+
+// AnnotationConfirmDeletions confirms a deletion the budget blocked: its value must be the
+// number of Applications the blocked pass would delete. It is cleared once used.
+const AnnotationConfirmDeletions = "navarch.io/confirm-deletions"
+
+// maxStatusApplications caps status.applications; the rest are counted.
+const maxStatusApplications = 500
+
+// ApplicationSetReconciler turns ApplicationSets into Applications and keeps them in line.
+//
+// +kubebuilder:rbac:groups=navarch.io,resources=applicationsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=navarch.io,resources=applicationsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=navarch.io,resources=applications,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=navarch.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+type ApplicationSetReconciler struct {
+	Client client.Client
+	// Git reads repositories for git generators.
+	Git generators.GitReader
+	// WriteConcurrency bounds the Application writes of one pass.
+	WriteConcurrency int
+	// MaxParamSets caps the parameter sets of one ApplicationSet.
+	MaxParamSets int
+	// ErrorRequeue is how soon a failed pass is retried.
+	ErrorRequeue time.Duration
+}
+
+// Reconcile runs one generation pass: generate → render → check → create/update/delete.
+func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	log := ctrl.LoggerFrom(ctx)
+	start := time.Now()
+	set := &navarchv1.ApplicationSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !set.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references let the garbage collector delete the Applications
+	}
+	defer func() {
+		reconcileDuration.WithLabelValues(boolLabel(err == nil)).Observe(time.Since(start).Seconds())
+	}()
+	if err := r.clearAnnotation(ctx, set, navarchv1.AnnotationRefresh); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	before := set.Status.DeepCopy()
+	exp, genErr := appset.Expand(ctx, set, generators.Inputs{
+		Git:          r.Git,
+		Clusters:     clusterLister{r.Client},
+		MaxParamSets: r.MaxParamSets,
+	})
+	if genErr != nil {
+		reason := navarchv1.ReasonGeneratorError
+		var fe *templates.FieldError
+		if errors.As(genErr, &fe) {
+			reason = navarchv1.ReasonTemplateError
+		}
+		generatorErrors.WithLabelValues(reason).Inc()
+		log.Error(genErr, "Generation failed; no Application is created, updated or deleted", "applicationSet", klog.KObj(set))
+		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, reason, genErr.Error())
+		setCondition(set, navarchv1.ApplicationSetParametersGenerated, false, reason, genErr.Error())
+		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, reason, "generation failed; Applications left as they were")
+		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, r.patchStatus(ctx, set, before)
+	}
+	setCondition(set, navarchv1.ApplicationSetParametersGenerated, true, navarchv1.ReasonParametersGenerated,
+		fmt.Sprintf("%d Applications generated", len(exp.Applications)))
+
+	existing, err := r.ownedApplications(ctx, set)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := r.plan(set, exp, existing)
+	writeErrs := r.execute(ctx, set, p)
+	for name, err := range p.errs {
+		writeErrs[name] = err
+	}
+	if p.blockedDeletions == 0 && p.confirmed {
+		if err := r.clearAnnotation(ctx, set, AnnotationConfirmDeletions); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	applicationsPerSet.WithLabelValues(set.Namespace, set.Name).Set(float64(len(exp.Applications)))
+
+	r.summarise(set, exp, existing, p, writeErrs)
+	set.Status.ObservedGeneration = set.Generation
+	if err := r.patchStatus(ctx, set, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(writeErrs) > 0 {
+		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
+	}
+	return ctrl.Result{RequeueAfter: exp.RequeueAfter}, nil
+}
+
+// plan is what one pass will write.
+type plan struct {
+	create, update, delete []*navarchv1.Application
+	// blockedDeletions counts deletions the budget held back.
+	blockedDeletions int
+	budget           int
+	confirmed        bool
+	// errs are Applications that cannot be planned (a bad ignoreApplicationDifferences rule).
+	errs map[string]error
+}
+
+func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *appset.Expansion, existing map[string]*navarchv1.Application) plan {
+	policy := navarchv1.ApplicationsSyncSync
+	preserve := false
+	if sp := set.Spec.SyncPolicy; sp != nil {
+		if sp.ApplicationsSync != nil {
+			policy = *sp.ApplicationsSync
+		}
+		preserve = sp.PreserveResourcesOnDeletion
+	}
+	mayUpdate := policy == navarchv1.ApplicationsSyncSync || policy == navarchv1.ApplicationsSyncCreateUpdate
+	mayDelete := policy == navarchv1.ApplicationsSyncSync || policy == navarchv1.ApplicationsSyncCreateDelete
+
+	p := plan{errs: map[string]error{}}
+	generated := map[string]bool{}
+	for _, app := range exp.Applications {
+		generated[app.Name] = true
+		desired := r.desired(set, app, preserve)
+		live, ok := existing[app.Name]
+		if !ok {
+			p.create = append(p.create, desired)
+			continue
+		}
+		if !mayUpdate {
+			continue
+		}
+		updated, changed, err := merged(set, desired, live)
+		switch {
+		case err != nil:
+			p.errs[app.Name] = err
+		case changed:
+			p.update = append(p.update, updated)
+		}
+	}
+	for _, pr := range exp.Problems {
+		generated[pr.Name] = true // never delete an Application because its new rendering is broken
+	}
+	if !mayDelete {
+		return p
+	}
+	for name, live := range existing {
+		if !generated[name] && live.DeletionTimestamp.IsZero() {
+			p.delete = append(p.delete, live)
+		}
+	}
+	sort.Slice(p.delete, func(i, j int) bool { return p.delete[i].Name < p.delete[j].Name })
+	if budget, limited := deletionBudget(set, len(existing)); limited && len(p.delete) > budget {
+		p.budget = budget
+		p.confirmed = set.Annotations[AnnotationConfirmDeletions] == fmt.Sprint(len(p.delete))
+		if !p.confirmed {
+			p.blockedDeletions = len(p.delete)
+			p.delete = nil
+		}
+	}
+	return p
+}
+
+// desired completes a rendered Application with what the controller owns: the owner
+// reference and, unless resources are preserved, the resources finalizer.
+func (r *ApplicationSetReconciler) desired(set *navarchv1.ApplicationSet, app *navarchv1.Application, preserve bool) *navarchv1.Application {
+	app.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, navarchv1.GroupVersion.WithKind("ApplicationSet"))}
+	if !preserve {
+		controllerutil.AddFinalizer(app, navarchv1.FinalizerResources)
+	}
+	return app
+}
+
+// merged returns live with desired's spec, labels, annotations, the resources finalizer and
+// the owner reference applied, and whether that changes anything. Labels and annotations set by others
+// are kept; ignoreApplicationDifferences fields keep their live value.
+func merged(set *navarchv1.ApplicationSet, desired, live *navarchv1.Application) (*navarchv1.Application, bool, error) {
+	if err := appset.IgnoreDifferences(set.Spec.IgnoreApplicationDifferences, desired, live); err != nil {
+		return nil, false, err
+	}
+	out := live.DeepCopy()
+	changed := false
+	if !equality.Semantic.DeepEqual(out.Spec, desired.Spec) {
+		out.Spec = desired.Spec
+		changed = true
+	}
+	for _, m := range []struct {
+		have *map[string]string
+		want map[string]string
+	}{
+		{&out.Labels, desired.Labels}, {&out.Annotations, desired.Annotations},
+	} {
+		for k, v := range m.want {
+			if cur, ok := (*m.have)[k]; !ok || cur != v {
+				if *m.have == nil {
+					*m.have = map[string]string{}
+				}
+				(*m.have)[k] = v
+				changed = true
+			}
+		}
+	}
+	for _, f := range desired.Finalizers {
+		if controllerutil.AddFinalizer(out, f) {
+			changed = true
+		}
+	}
+	// The resources finalizer is the controller's to manage: preserveResourcesOnDeletion
+	// turned on removes it (other finalizers are left to whoever added them).
+	if !slices.Contains(desired.Finalizers, navarchv1.FinalizerResources) && controllerutil.RemoveFinalizer(out, navarchv1.FinalizerResources) {
+		changed = true
+	}
+	if ref := desired.OwnerReferences[0]; !slices.ContainsFunc(out.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == ref.UID }) {
+		out.OwnerReferences = append(out.OwnerReferences, ref)
+		changed = true
+	}
+	return out, changed, nil
+}
+
+// deletionBudget is how many Applications one pass may delete, and whether there is a limit.
+func deletionBudget(set *navarchv1.ApplicationSet, existing int) (int, bool) {
+	if set.Spec.SyncPolicy == nil || set.Spec.SyncPolicy.MaxDeletions == nil {
+		return 0, false
+	}
+	budget, err := intstr.GetScaledValueFromIntOrPercent(set.Spec.SyncPolicy.MaxDeletions, existing, false)
+	if err != nil {
+		return 0, true // the schema prevents this; refuse deletions rather than guess
+	}
+	return budget, true
+}
+
+// execute writes the plan with bounded concurrency and returns the per-Application errors.
+func (r *ApplicationSetReconciler) execute(ctx context.Context, set *navarchv1.ApplicationSet, p plan) map[string]error {
+	log := ctrl.LoggerFrom(ctx)
+	type write struct {
+		app *navarchv1.Application
+		op  string
+	}
+	var writes []write
+	for _, a := range p.create {
+		writes = append(writes, write{a, "create"})
+	}
+	for _, a := range p.update {
+		writes = append(writes, write{a, "update"})
+	}
+	for _, a := range p.delete {
+		writes = append(writes, write{a, "delete"})
+	}
+	errs := make([]error, len(writes))
+	g := errgroup.Group{}
+	g.SetLimit(max(1, r.WriteConcurrency))
+	for i, w := range writes {
+		g.Go(func() error {
+			var err error
+			switch w.op {
+			case "create":
+				err = r.Client.Create(ctx, w.app)
+			case "update":
+				err = r.Client.Update(ctx, w.app)
+			case "delete":
+				err = client.IgnoreNotFound(r.Client.Delete(ctx, w.app))
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%s Application %s: %w", w.op, w.app.Name, err)
+			} else {
+				log.V(1).Info("Wrote Application", "op", w.op, "application", klog.KObj(w.app))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	out := map[string]error{}
+	for i, err := range errs {
+		if err != nil {
+			out[writes[i].app.Name] = err
+		}
+	}
+	if len(p.create)+len(p.update)+len(p.delete) > 0 {
+		log.Info("Applied ApplicationSet", "applicationSet", klog.KObj(set),
+			"created", len(p.create), "updated", len(p.update), "deleted", len(p.delete), "errors", len(out))
+	}
+	return out
+}
+
+// summarise sets the conditions and the Application list of the status.
+func (r *ApplicationSetReconciler) summarise(set *navarchv1.ApplicationSet, exp *appset.Expansion,
+	existing map[string]*navarchv1.Application, p plan, writeErrs map[string]error) {
+	var problems []string
+	entries := map[string]navarchv1.ApplicationSetApplicationStatus{}
+	for _, app := range exp.Applications {
+		e := navarchv1.ApplicationSetApplicationStatus{Name: app.Name, Cluster: destinationName(app)}
+		if live, ok := existing[app.Name]; ok {
+			e.Sync, e.Health = live.Status.Sync.Status, live.Status.Health.Status
+		}
+		if err := writeErrs[app.Name]; err != nil {
+			e.Message = err.Error()
+			problems = append(problems, err.Error())
+		}
+		entries[app.Name] = e
+	}
+	for _, pr := range exp.Problems {
+		key := pr.Name
+		if key == "" {
+			key = "(empty name)"
+		}
+		entries[key] = navarchv1.ApplicationSetApplicationStatus{Name: key, Message: pr.Err.Error()}
+		problems = append(problems, fmt.Sprintf("%s: %v", key, pr.Err))
+	}
+	for name, err := range writeErrs {
+		if _, ok := entries[name]; !ok {
+			problems = append(problems, err.Error())
+		}
+	}
+	sort.Strings(problems)
+
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	// Applications with a message first, so problems are never cut off by the cap.
+	sort.Slice(names, func(i, j int) bool {
+		mi, mj := entries[names[i]].Message != "", entries[names[j]].Message != ""
+		if mi != mj {
+			return mi
+		}
+		return names[i] < names[j]
+	})
+	set.Status.ApplicationCount = int64(len(exp.Applications))
+	set.Status.Applications = nil
+	for i, n := range names {
+		if i == maxStatusApplications {
+			break
+		}
+		set.Status.Applications = append(set.Status.Applications, entries[n])
+	}
+	set.Status.OmittedApplications = int64(max(0, len(names)-maxStatusApplications))
+
+	switch {
+	case p.blockedDeletions > 0:
+		msg := fmt.Sprintf("this pass would delete %d Applications, over the budget of %d (spec.syncPolicy.maxDeletions); raise the budget, or confirm with the annotation %s=%d",
+			p.blockedDeletions, p.budget, AnnotationConfirmDeletions, p.blockedDeletions)
+		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, navarchv1.ReasonDeletionBudgetExceeded, msg)
+		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, navarchv1.ReasonDeletionBudgetExceeded, msg)
+	case len(problems) > 0:
+		msg := fmt.Sprintf("%d Applications could not be written: %s", len(problems), truncate(strings.Join(problems, "; "), 2000))
+		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, navarchv1.ReasonApplicationError, msg)
+		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, navarchv1.ReasonApplicationError, msg)
+	default:
+		setCondition(set, navarchv1.ApplicationSetErrorOccurred, false, navarchv1.ReasonApplicationSetUpToDate, "no error")
+		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, true, navarchv1.ReasonApplicationSetUpToDate,
+			fmt.Sprintf("all %d Applications are up to date", len(exp.Applications)))
+	}
+}
+
+func destinationName(app *navarchv1.Application) string {
+	if app.Spec.Destination.Name != "" {
+		return app.Spec.Destination.Name
+	}
+	return app.Spec.Destination.Server
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func setCondition(set *navarchv1.ApplicationSet, typ string, status bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&set.Status.Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: truncate(msg, 30000), ObservedGeneration: set.Generation,
+	})
+}
+
+// patchStatus writes the status only when it changed, so a no-op pass makes no write.
+func (r *ApplicationSetReconciler) patchStatus(ctx context.Context, set *navarchv1.ApplicationSet, before *navarchv1.ApplicationSetStatus) error {
+	if equality.Semantic.DeepEqual(before, &set.Status) {
+		return nil
+	}
+	base := set.DeepCopy()
+	base.Status = *before
+	if err := r.Client.Status().Patch(ctx, set, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// clearAnnotation removes a one-shot annotation (refresh, confirm-deletions) once acted on.
+func (r *ApplicationSetReconciler) clearAnnotation(ctx context.Context, set *navarchv1.ApplicationSet, key string) error {
+	if _, ok := set.Annotations[key]; !ok {
+		return nil
+	}
+	base := set.DeepCopy()
+	delete(set.Annotations, key)
+	if err := r.Client.Patch(ctx, set, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("clear annotation %s: %w", key, err)
+	}
+	return nil
+}
+
+// ownedApplications returns the Applications the ApplicationSet controls, by name.
+func (r *ApplicationSetReconciler) ownedApplications(ctx context.Context, set *navarchv1.ApplicationSet) (map[string]*navarchv1.Application, error) {
+	var list navarchv1.ApplicationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(set.Namespace),
+		client.MatchingLabels{navarchv1.LabelApplicationSet: set.Name}); err != nil {
+		return nil, fmt.Errorf("list Applications: %w", err)
+	}
+	out := map[string]*navarchv1.Application{}
+	for i := range list.Items {
+		app := &list.Items[i]
+		if ref := metav1.GetControllerOf(app); ref != nil && ref.UID == set.UID {
+			out[app.Name] = app
+		}
+	}
+	return out, nil
+}
+
+type clusterLister struct{ c client.Client }
+
+func (l clusterLister) ListClusters(ctx context.Context) ([]navarchv1.Cluster, error) {
+	var list navarchv1.ClusterList
+	if err := l.c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func boolLabel(ok bool) string {
+	if ok {
+		return "success"
+	}
+	return "error"
+}

@@ -1,0 +1,615 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/gitserver"
+	"github.com/navarch-io/navarch/internal/localcluster"
+	"github.com/navarch-io/navarch/internal/scheme"
+)
+
+// The tests share one management cluster (workload mode, so the garbage collector deletes the
+// Applications of a deleted ApplicationSet, as in production), one Git server and one
+// controller started through Run, the code path of `navarch controller`. Each test works in its
+// own namespace.
+var (
+	k8s    client.WithWatch
+	git    *gitserver.Server
+	gitDir string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{
+		Name:              "controller",
+		Workloads:         true,
+		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start management cluster:", err)
+		return 1
+	}
+	defer func() { _ = cluster.Stop() }()
+	release := localcluster.StopOnSignal()
+	defer release()
+
+	gitDir, err = os.MkdirTemp("", "navarch-controller-git")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(gitDir)
+	if git, err = gitserver.Start(gitserver.Options{Root: gitDir}); err != nil {
+		fmt.Fprintln(os.Stderr, "start git server:", err)
+		return 1
+	}
+	defer func() { _ = git.Close() }()
+
+	if k8s, err = client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			Config: cluster.RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", ErrorRequeue: time.Second,
+		})
+	}()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		return 1
+	}
+	return code
+}
+
+// --- helpers -------------------------------------------------------------------------------
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.Trim(name, "-")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return name
+}
+
+func createRepo(t *testing.T, name string, dirs ...string) string {
+	t.Helper()
+	src := t.TempDir()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, d, "kustomization.yaml"), []byte("resources: []\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := git.CreateRepo(name, src); err != nil {
+		t.Fatalf("create repo: %v", err)
+	}
+	return git.RepoURL(name)
+}
+
+func applyAppSet(t *testing.T, ns, y string) *navarchv1.ApplicationSet {
+	t.Helper()
+	set := &navarchv1.ApplicationSet{}
+	if err := yaml.UnmarshalStrict([]byte(y), set); err != nil {
+		t.Fatal(err)
+	}
+	set.Namespace = ns
+	if err := k8s.Create(context.Background(), set); err != nil {
+		t.Fatalf("create ApplicationSet: %v", err)
+	}
+	return set
+}
+
+func listApps(t *testing.T, ns string) map[string]navarchv1.Application {
+	t.Helper()
+	var list navarchv1.ApplicationList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]navarchv1.Application{}
+	for _, a := range list.Items {
+		out[a.Name] = a
+	}
+	return out
+}
+
+func appNames(apps map[string]navarchv1.Application) string {
+	var names []string
+	for n, a := range apps {
+		if a.DeletionTimestamp.IsZero() {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// eventually polls cond until it returns "" (success) or the timeout; on timeout it fails with
+// the last message, which says what a user would have seen.
+func eventually(t *testing.T, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		if last = cond(); last == "" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: still not true after 30s: %s", what, last)
+}
+
+func waitForApps(t *testing.T, ns, want string) map[string]navarchv1.Application {
+	t.Helper()
+	var apps map[string]navarchv1.Application
+	eventually(t, "Applications "+want, func() string {
+		apps = listApps(t, ns)
+		if got := appNames(apps); got != want {
+			return fmt.Sprintf("Applications are %q", got)
+		}
+		return ""
+	})
+	return apps
+}
+
+func getAppSet(t *testing.T, ns, name string) *navarchv1.ApplicationSet {
+	t.Helper()
+	set := &navarchv1.ApplicationSet{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, set); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func waitForCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	eventually(t, fmt.Sprintf("condition %s=%s (%s)", typ, status, reason), func() string {
+		set := getAppSet(t, ns, name)
+		cond = meta.FindStatusCondition(set.Status.Conditions, typ)
+		if cond == nil || cond.Status != status || (reason != "" && cond.Reason != reason) {
+			return fmt.Sprintf("conditions are %+v", set.Status.Conditions)
+		}
+		return ""
+	})
+	return cond
+}
+
+func update[T client.Object](t *testing.T, obj T, edit func(T)) {
+	t.Helper()
+	for range 10 {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		edit(obj)
+		err := k8s.Update(context.Background(), obj)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("update: too many conflicts")
+}
+
+func refresh(t *testing.T, set *navarchv1.ApplicationSet) {
+	t.Helper()
+	update(t, set, func(s *navarchv1.ApplicationSet) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[navarchv1.AnnotationRefresh] = time.Now().String()
+	})
+}
+
+func listAppSet(name string, elements ...string) string {
+	var els []string
+	for _, e := range elements {
+		els = append(els, fmt.Sprintf("{name: %s}", e))
+	}
+	return fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  generators: [{list: {elements: [%s]}}]
+  template:
+    metadata: {name: '{{name}}'}
+    spec:
+      source: {repoURL: 'https://git.example/r.git', path: 'apps/{{name}}'}
+      destination: {name: in-cluster, namespace: '{{name}}'}
+`, name, strings.Join(els, ", "))
+}
+
+// --- tests ---------------------------------------------------------------------------------
+
+func TestApplicationsFollowTheGitRepository(t *testing.T) {
+	ns := namespace(t)
+	repo := createRepo(t, ns, "apps/api", "apps/web")
+	set := applyAppSet(t, ns, fmt.Sprintf(`
+metadata: {name: all-apps}
+spec:
+  generators: [{git: {repoURL: %q, revision: main, directories: [{path: 'apps/*'}], requeueAfterSeconds: 300}}]
+  template:
+    metadata: {name: '{{path.basename}}', labels: {team: platform}}
+    spec:
+      source: {repoURL: %q, targetRevision: main, path: '{{path}}'}
+      destination: {name: in-cluster, namespace: '{{path.basename}}'}
+`, repo, repo))
+
+	apps := waitForApps(t, ns, "api,web")
+	web := apps["web"]
+	if ref := metav1.GetControllerOf(&web); ref == nil || ref.UID != getAppSet(t, ns, "all-apps").UID {
+		t.Errorf("web has no controller reference to its ApplicationSet: %+v", web.OwnerReferences)
+	}
+	if web.Labels[navarchv1.LabelApplicationSet] != "all-apps" || web.Labels["team"] != "platform" {
+		t.Errorf("web labels: %v", web.Labels)
+	}
+	if !slices.Contains(web.Finalizers, navarchv1.FinalizerResources) {
+		t.Errorf("web lacks the resources finalizer: %v", web.Finalizers)
+	}
+	if web.Spec.Source.Path != "apps/web" || web.Spec.Destination.Namespace != "web" {
+		t.Errorf("web spec: %+v", web.Spec)
+	}
+	waitForCondition(t, ns, "all-apps", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
+
+	// A template change updates every Application.
+	update(t, set, func(s *navarchv1.ApplicationSet) { s.Spec.Template.Spec.Source.TargetRevision = "release-1" })
+	eventually(t, "Applications follow the new template", func() string {
+		for name, a := range listApps(t, ns) {
+			if a.Spec.Source.TargetRevision != "release-1" {
+				return name + " still has targetRevision " + a.Spec.Source.TargetRevision
+			}
+		}
+		return ""
+	})
+
+	// A directory removed from Git deletes its Application (after a refresh: the generator
+	// polls every 300s).
+	if _, err := git.Update(ns, "drop web", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "apps/web")) }); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, set)
+	apps = waitForApps(t, ns, "api")
+	if _, ok := getAppSet(t, ns, "all-apps").Annotations[navarchv1.AnnotationRefresh]; ok {
+		t.Errorf("the refresh annotation was not cleared")
+	}
+	if a := apps["web"]; a.Name != "" && !slices.Contains(a.Finalizers, navarchv1.FinalizerResources) {
+		t.Errorf("web is being deleted without its resources finalizer")
+	}
+}
+
+func TestApplicationsSyncPolicies(t *testing.T) {
+	tests := []struct {
+		policy                 navarchv1.ApplicationsSyncPolicy
+		wantUpdate, wantDelete bool
+	}{
+		{navarchv1.ApplicationsSyncCreateOnly, false, false},
+		{navarchv1.ApplicationsSyncCreateUpdate, true, false},
+		{navarchv1.ApplicationsSyncCreateDelete, false, true},
+		{navarchv1.ApplicationsSyncSync, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			ns := namespace(t)
+			set := applyAppSet(t, ns, listAppSet("s", "a", "b"))
+			update(t, set, func(s *navarchv1.ApplicationSet) {
+				s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{ApplicationsSync: &tt.policy}
+			})
+			waitForApps(t, ns, "a,b")
+
+			// Drop b, add c, and change the template.
+			update(t, set, func(s *navarchv1.ApplicationSet) {
+				s.Spec.Generators[0].List.Elements = s.Spec.Generators[0].List.Elements[:1]
+				s.Spec.Generators[0].List.Elements = append(s.Spec.Generators[0].List.Elements, jsonElement(t, "c"))
+				s.Spec.Template.Spec.Source.Path = "v2/{{name}}"
+			})
+			want := "a,b,c"
+			if tt.wantDelete {
+				want = "a,c"
+			}
+			apps := waitForApps(t, ns, want)
+			waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
+			apps = listApps(t, ns)
+			if got, want := apps["a"].Spec.Source.Path == "v2/a", tt.wantUpdate; got != want {
+				t.Errorf("a updated = %v, want %v (path %s)", got, want, apps["a"].Spec.Source.Path)
+			}
+			if apps["c"].Spec.Source.Path != "v2/c" {
+				t.Errorf("c was not created from the new template: %s", apps["c"].Spec.Source.Path)
+			}
+		})
+	}
+}
+
+func jsonElement(t *testing.T, name string) apiextensionsv1.JSON {
+	t.Helper()
+	return apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(`{"name":%q}`, name))}
+}
+
+func TestDeletingTheApplicationSet(t *testing.T) {
+	for _, preserve := range []bool{true, false} {
+		t.Run(fmt.Sprintf("preserve=%v", preserve), func(t *testing.T) {
+			ns := namespace(t)
+			set := applyAppSet(t, ns, listAppSet("s", "a", "b"))
+			update(t, set, func(s *navarchv1.ApplicationSet) {
+				s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{PreserveResourcesOnDeletion: preserve}
+			})
+			waitForApps(t, ns, "a,b")
+			eventually(t, "the resources finalizer follows preserveResourcesOnDeletion", func() string {
+				for name, a := range listApps(t, ns) {
+					if got := slices.Contains(a.Finalizers, navarchv1.FinalizerResources); got == preserve {
+						return fmt.Sprintf("%s: resources finalizer present = %v with preserveResourcesOnDeletion=%v", name, got, preserve)
+					}
+				}
+				return ""
+			})
+			if err := k8s.Delete(context.Background(), set); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the garbage collector deletes the Applications", func() string {
+				apps := listApps(t, ns)
+				for name, a := range apps {
+					if preserve {
+						return name + " still exists"
+					}
+					// Without preserve the Applications wait, being deleted, for the fleet
+					// controller to delete their resources first.
+					if a.DeletionTimestamp.IsZero() || !slices.Contains(a.Finalizers, navarchv1.FinalizerResources) {
+						return name + " is not being deleted behind its resources finalizer"
+					}
+				}
+				if !preserve && len(apps) != 2 {
+					return fmt.Sprintf("%d Applications left, want 2 being deleted", len(apps))
+				}
+				return ""
+			})
+		})
+	}
+}
+
+func TestGitServerDownDeletesNothing(t *testing.T) {
+	ns := namespace(t)
+	root := t.TempDir()
+	srv, err := gitserver.Start(gitserver.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	for _, d := range []string{"apps/a", "apps/b"} {
+		_ = os.MkdirAll(filepath.Join(src, d), 0o755)
+		_ = os.WriteFile(filepath.Join(src, d, "k.yaml"), []byte("{}\n"), 0o644)
+	}
+	if _, err := srv.CreateRepo("flaky", src); err != nil {
+		t.Fatal(err)
+	}
+	repo, addr := srv.RepoURL("flaky"), strings.TrimPrefix(srv.URL(), "http://")
+	set := applyAppSet(t, ns, fmt.Sprintf(`
+metadata: {name: s}
+spec:
+  generators: [{git: {repoURL: %q, directories: [{path: 'apps/*'}]}}]
+  template:
+    metadata: {name: '{{path.basename}}'}
+    spec:
+      source: {repoURL: %q, path: '{{path}}'}
+      destination: {name: in-cluster}
+`, repo, repo))
+	before := waitForApps(t, ns, "a,b")
+
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	refresh(t, set)
+	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonGeneratorError)
+	if !strings.Contains(cond.Message, "spec.generators[0].git") {
+		t.Errorf("the error does not name the generator: %s", cond.Message)
+	}
+	time.Sleep(2 * time.Second) // several failed passes (ErrorRequeue is 1s)
+	after := listApps(t, ns)
+	for name, a := range before {
+		if b, ok := after[name]; !ok || !b.DeletionTimestamp.IsZero() || b.ResourceVersion != a.ResourceVersion {
+			t.Errorf("Application %s was touched while Git was down", name)
+		}
+	}
+
+	// The server comes back on the same address: the ApplicationSet recovers by itself.
+	srv, err = gitserver.Start(gitserver.Options{Root: root, Addr: addr})
+	if err != nil {
+		t.Fatalf("restart git server on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionFalse, "")
+	waitForApps(t, ns, "a,b")
+}
+
+func TestDuplicateNamesAreNotWritten(t *testing.T) {
+	ns := namespace(t)
+	applyAppSet(t, ns, listAppSet("s", "a", "dup", "dup", "b"))
+	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonApplicationError)
+	if !strings.Contains(cond.Message, `"dup" is generated by 2 parameter sets`) {
+		t.Errorf("condition does not explain the duplicate: %s", cond.Message)
+	}
+	waitForApps(t, ns, "a,b")
+	set := getAppSet(t, ns, "s")
+	if len(set.Status.Applications) == 0 || set.Status.Applications[0].Name != "dup" || set.Status.Applications[0].Message == "" {
+		t.Errorf("status.applications does not lead with the failing Application: %+v", set.Status.Applications)
+	}
+}
+
+func TestDeletionBudget(t *testing.T) {
+	ns := namespace(t)
+	names := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}
+	set := applyAppSet(t, ns, listAppSet("s", names...))
+	budget := intstr.FromString("20%")
+	update(t, set, func(s *navarchv1.ApplicationSet) {
+		s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{MaxDeletions: &budget}
+	})
+	waitForApps(t, ns, strings.Join(names, ","))
+
+	// Removing 6 of 10 is over a 20% budget: nothing is deleted and the status says so.
+	update(t, set, func(s *navarchv1.ApplicationSet) {
+		s.Spec.Generators[0].List.Elements = s.Spec.Generators[0].List.Elements[:4]
+	})
+	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionFalse, navarchv1.ReasonDeletionBudgetExceeded)
+	if !strings.Contains(cond.Message, "would delete 6 Applications, over the budget of 2") {
+		t.Errorf("condition message: %s", cond.Message)
+	}
+	time.Sleep(time.Second)
+	if got := appNames(listApps(t, ns)); got != strings.Join(names, ",") {
+		t.Fatalf("Applications were deleted over the budget: %s", got)
+	}
+
+	// Confirming exactly that deletion lets it through, once.
+	update(t, set, func(s *navarchv1.ApplicationSet) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[AnnotationConfirmDeletions] = "6"
+	})
+	waitForApps(t, ns, "a0,a1,a2,a3")
+	waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
+	if _, ok := getAppSet(t, ns, "s").Annotations[AnnotationConfirmDeletions]; ok {
+		t.Errorf("the confirmation annotation was not cleared")
+	}
+}
+
+func TestClusterLabelChangesAddAndRemoveApplications(t *testing.T) {
+	ns := namespace(t)
+	selector := "team-" + ns // isolates this test from Clusters other tests create
+	applyAppSet(t, ns, fmt.Sprintf(`
+metadata: {name: s}
+spec:
+  generators: [{clusters: {selector: {matchLabels: {env: prod, owner: %s}}}}]
+  template:
+    metadata: {name: 'web-{{name}}'}
+    spec:
+      source: {repoURL: 'https://git.example/r.git', path: web}
+      destination: {name: '{{name}}', namespace: web}
+`, selector))
+	mkCluster := func(name, env string) *navarchv1.Cluster {
+		c := &navarchv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": env, "owner": selector}},
+			Spec:       navarchv1.ClusterSpec{InCluster: true},
+		}
+		if err := k8s.Create(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
+		return c
+	}
+	c1 := mkCluster(ns+"-1", "prod")
+	waitForApps(t, ns, "web-"+c1.Name)
+	c2 := mkCluster(ns+"-2", "dev")
+	time.Sleep(500 * time.Millisecond)
+	if got := appNames(listApps(t, ns)); got != "web-"+c1.Name {
+		t.Errorf("a dev cluster got an Application: %s", got)
+	}
+	update(t, c2, func(c *navarchv1.Cluster) { c.Labels["env"] = "prod" })
+	waitForApps(t, ns, "web-"+c1.Name+",web-"+c2.Name)
+	update(t, c1, func(c *navarchv1.Cluster) { c.Labels["env"] = "dev" })
+	waitForApps(t, ns, "web-"+c2.Name)
+}
+
+func TestManualEditsAreRevertedUnlessIgnored(t *testing.T) {
+	ns := namespace(t)
+	set := applyAppSet(t, ns, listAppSet("s", "a", "b"))
+	waitForApps(t, ns, "a,b")
+	setRevision := func(name, rev string) {
+		update(t, &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			func(a *navarchv1.Application) { a.Spec.Source.TargetRevision = rev })
+	}
+	setRevision("a", "hotfix")
+	eventually(t, "the hand edit of a is reverted", func() string {
+		if rev := listApps(t, ns)["a"].Spec.Source.TargetRevision; rev != "" {
+			return "targetRevision is " + rev
+		}
+		return ""
+	})
+
+	update(t, set, func(s *navarchv1.ApplicationSet) {
+		s.Spec.IgnoreApplicationDifferences = []navarchv1.ApplicationSetIgnoreDifferences{
+			{Name: "b", JSONPointers: []string{"/spec/source/targetRevision"}},
+		}
+	})
+	waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
+	setRevision("b", "hotfix")
+	refresh(t, set)
+	time.Sleep(time.Second)
+	if rev := listApps(t, ns)["b"].Spec.Source.TargetRevision; rev != "hotfix" {
+		t.Errorf("the ignored hand edit of b was reverted to %q", rev)
+	}
+}
+
+func TestAnUnchangedPassWritesNothing(t *testing.T) {
+	ns := namespace(t)
+	set := applyAppSet(t, ns, listAppSet("s", "a", "b", "c"))
+	waitForApps(t, ns, "a,b,c")
+	waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
+
+	// Watch every write in the namespace while a refresh forces a pass that changes nothing.
+	w, err := k8s.Watch(context.Background(), &navarchv1.ApplicationList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ws, err := k8s.Watch(context.Background(), &navarchv1.ApplicationSetList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Stop()
+	refresh(t, set)
+	appWrites, setWrites := 0, 0
+	timeout := time.After(3 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type != "ADDED" {
+				appWrites++
+			}
+		case e := <-ws.ResultChan():
+			if e.Type != "ADDED" {
+				setWrites++
+			}
+		case <-timeout:
+			done = true
+		}
+	}
+	if appWrites != 0 {
+		t.Errorf("a pass that changed nothing wrote %d times to Applications", appWrites)
+	}
+	// The test's own annotation and the controller clearing it; a status patch would be a third.
+	if setWrites != 2 {
+		t.Errorf("the ApplicationSet was written %d times, want 2 (refresh set and cleared)", setWrites)
+	}
+}
