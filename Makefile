@@ -30,8 +30,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases and RBAC into config/rbac.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=navarch-controller paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Format the Go code.

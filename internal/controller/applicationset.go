@@ -36,14 +36,19 @@ const AnnotationConfirmDeletions = "navarch.io/confirm-deletions"
 // maxStatusApplications caps status.applications; the rest are counted.
 const maxStatusApplications = 500
 
-// ApplicationSetReconciler turns ApplicationSets into Applications and keeps them in line.
+// The permissions of the controller (config/rbac is generated from these markers): cluster-wide
+// access to navarch's kinds, and in its own namespace only, Secrets (repository credentials),
+// Events and the leader-election Lease.
 //
 // +kubebuilder:rbac:groups=navarch.io,resources=applicationsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=navarch.io,resources=applicationsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=navarch.io,resources=applications,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=navarch.io,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=navarch-system,resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups="",namespace=navarch-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=navarch-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// ApplicationSetReconciler turns ApplicationSets into Applications and keeps them in line.
 type ApplicationSetReconciler struct {
 	Client client.Client
 	// Git reads repositories for git generators.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -31,9 +32,10 @@ import (
 // controller started through Run, the code path of `navarch controller`. Each test works in its
 // own namespace.
 var (
-	k8s    client.WithWatch
-	git    *gitserver.Server
-	gitDir string
+	restConfig *rest.Config
+	k8s        client.WithWatch
+	git        *gitserver.Server
+	gitDir     string
 )
 
 func TestMain(m *testing.M) {
@@ -68,6 +70,7 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = git.Close() }()
 
+	restConfig = cluster.RESTConfig()
 	if k8s, err = client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
