@@ -57,6 +57,9 @@ type Inputs struct {
 	GoTemplate bool
 	// MaxParamSets caps the parameter sets of one ApplicationSet; 0 means DefaultMaxParamSets.
 	MaxParamSets int
+
+	// outer holds the parameters of the enclosing matrices while a nested matrix runs.
+	outer map[string]any
 }
 
 // DefaultMaxParamSets is the default cap on the parameter sets of one ApplicationSet.

@@ -82,9 +82,14 @@ func (g Matrix) Params(ctx context.Context, in Inputs) ([]map[string]any, error)
 	product := []map[string]any{{}}
 	for i, child := range children {
 		field := g.childField(i)
+		spec := &g.Spec.Generators[i]
+		// A nested matrix or merge is not rendered as a whole: its own later children may use
+		// their earlier siblings' parameters, unknown at this level. It gets the parameters in
+		// scope here (in.outer) and renders each of its children with them.
+		nested := spec.Matrix != nil || spec.Merge != nil
 		var tmpl *childTemplate
-		if i > 0 {
-			if tmpl, err = newChildTemplate(&g.Spec.Generators[i]); err != nil {
+		if (i > 0 || len(in.outer) > 0) && !nested {
+			if tmpl, err = newChildTemplate(spec); err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
 		}
@@ -96,17 +101,27 @@ func (g Matrix) Params(ctx context.Context, in Inputs) ([]map[string]any, error)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			scope := withOuter(in.outer, set)
 			var sets []map[string]any
-			if tmpl == nil || len(set) == 0 {
+			switch {
+			case nested && len(scope) > 0:
+				childIn := in
+				childIn.outer = scope
+				if sets, err = child.Params(ctx, childIn); err != nil {
+					return nil, err
+				}
+			case tmpl == nil || len(scope) == 0:
 				if !staticDone {
-					if static, err = child.Params(ctx, in); err != nil {
+					childIn := in
+					childIn.outer = nil
+					if static, err = child.Params(ctx, childIn); err != nil {
 						return nil, err
 					}
 					staticDone = true
 				}
 				sets = static
-			} else {
-				rendered, key, err := tmpl.render(in, field, set)
+			default:
+				rendered, key, err := tmpl.render(in, field, scope)
 				if err != nil {
 					return nil, err
 				}
@@ -244,4 +259,20 @@ func renderTree(in Inputs, tree any, params map[string]any) (any, error) {
 	default:
 		return tree, nil
 	}
+}
+
+// withOuter is the parameters a child is rendered with: those of the enclosing matrices, then
+// the current set of this matrix's earlier children, which win.
+func withOuter(outer, set map[string]any) map[string]any {
+	if len(outer) == 0 {
+		return set
+	}
+	scope := make(map[string]any, len(outer)+len(set))
+	for k, v := range outer {
+		scope[k] = v
+	}
+	for k, v := range set {
+		scope[k] = v
+	}
+	return scope
 }

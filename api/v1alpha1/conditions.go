@@ -11,8 +11,9 @@ const (
 
 // ApplicationSet condition types, named as in Argo CD so dashboards and alerts port.
 const (
-	// ApplicationSetErrorOccurred is True when the last pass failed; nothing was created,
-	// updated or deleted in it.
+	// ApplicationSetErrorOccurred is True when the last pass hit an error: a generator or
+	// template error (then nothing was created, updated or deleted), Applications that could
+	// not be written, or deletions held back by the deletion budget.
 	ApplicationSetErrorOccurred = "ErrorOccurred"
 	// ApplicationSetParametersGenerated is True when every generator produced its parameters.
 	ApplicationSetParametersGenerated = "ParametersGenerated"
@@ -24,14 +25,12 @@ const (
 
 // ApplicationSet condition reasons.
 const (
-	ReasonGeneratorError          = "GeneratorError"
-	ReasonTemplateError           = "TemplateError"
-	ReasonDuplicateName           = "DuplicateApplicationName"
-	ReasonDeletionBudgetExceeded  = "DeletionBudgetExceeded"
-	ReasonApplicationError        = "ApplicationError"
-	ReasonParametersGenerated     = "ParametersGenerated"
-	ReasonApplicationSetUpToDate  = "ApplicationSetUpToDate"
-	ReasonApplicationSetReconcile = "Reconciling"
+	ReasonGeneratorError         = "GeneratorError"
+	ReasonTemplateError          = "TemplateError"
+	ReasonDeletionBudgetExceeded = "DeletionBudgetExceeded"
+	ReasonApplicationError       = "ApplicationError"
+	ReasonParametersGenerated    = "ParametersGenerated"
+	ReasonApplicationSetUpToDate = "ApplicationSetUpToDate"
 )
 
 // Application condition types.

@@ -64,11 +64,13 @@ safely ignore are dropped with a warning, fields it cannot honour are errors.`,
 	f.BoolVar(&o.diff, "diff", false, "compare with the live management cluster: list Applications to create, update and delete")
 	f.IntVar(&o.maxParamSets, "max-param-sets", generators.DefaultMaxParamSets, "cap on parameter sets per ApplicationSet")
 	o.kube.addTo(f)
-	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
 func (o *generateOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if len(o.files) == 0 {
+		return usageError{errors.New(`required flag "--filename" (-f) not set`)}
+	}
 	switch o.output {
 	case "table", "wide", "yaml", "json":
 	default:

@@ -3,6 +3,7 @@ package appset
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,13 +17,8 @@ import (
 // field ignored but absent from the live Application is removed from desired too. Pointers and
 // jq paths are relative to the Application object, e.g. /spec/source/targetRevision.
 func IgnoreDifferences(rules []navarchv1.ApplicationSetIgnoreDifferences, desired, live *navarchv1.Application) error {
-	var applicable []navarchv1.ApplicationSetIgnoreDifferences
-	for _, r := range rules {
-		if r.Name == "" || r.Name == desired.Name {
-			applicable = append(applicable, r)
-		}
-	}
-	if len(applicable) == 0 {
+	applies := func(r navarchv1.ApplicationSetIgnoreDifferences) bool { return r.Name == "" || r.Name == desired.Name }
+	if !slices.ContainsFunc(rules, applies) {
 		return nil
 	}
 	want, err := toTree(desired)
@@ -33,7 +29,10 @@ func IgnoreDifferences(rules []navarchv1.ApplicationSetIgnoreDifferences, desire
 	if err != nil {
 		return err
 	}
-	for i, r := range applicable {
+	for i, r := range rules {
+		if !applies(r) {
+			continue // i stays the rule's index in the spec, for error messages
+		}
 		for j, p := range r.JSONPointers {
 			path, err := parsePointer(p)
 			if err != nil {

@@ -97,6 +97,8 @@ type converter struct {
 	// generatorSchema is the schema of one top-level generator: nested matrix and merge
 	// generators are schemaless in the CRD and are checked against it instead.
 	generatorSchema *apiextensionsv1.JSONSchemaProps
+	// templateSpecSchema is the schema of spec.template.spec, for generators' template overrides.
+	templateSpecSchema *apiextensionsv1.JSONSchemaProps
 }
 
 func newConverter(obj map[string]any, kind, crdName string) (*converter, error) {
@@ -121,6 +123,11 @@ func newConverter(obj map[string]any, kind, crdName string) (*converter, error) 
 	if gens, ok := schema.Properties["spec"].Properties["generators"]; ok && gens.Items != nil {
 		c.generatorSchema = gens.Items.Schema
 	}
+	if tmpl, ok := schema.Properties["spec"].Properties["template"]; ok {
+		if spec, ok := tmpl.Properties["spec"]; ok {
+			c.templateSpecSchema = &spec
+		}
+	}
 	return c, nil
 }
 
@@ -139,11 +146,71 @@ func (c *converter) finish(obj map[string]any, out any) error {
 		sort.Slice(c.errs, func(i, j int) bool { return c.errs[i].Field < c.errs[j].Field })
 		return c.errs
 	}
+	// Default as the apiserver would on create, so what is compared or printed is what would
+	// be stored (e.g. revisionHistoryLimit: 10).
+	if err := c.applyDefaults(converted); err != nil {
+		return err
+	}
 	data, err := json.Marshal(converted)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(data, out)
+}
+
+func (c *converter) applyDefaults(obj map[string]any) error {
+	// Work on JSON-decoded values, as the apiserver does.
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return err
+	}
+	if err := setDefaults(generic, &c.schema); err != nil {
+		return err
+	}
+	for k := range obj {
+		delete(obj, k)
+	}
+	for k, v := range generic {
+		obj[k] = v
+	}
+	return nil
+}
+
+// setDefaults fills in the schema's default values for missing fields of v, recursively, as
+// the apiserver's structural defaulting does for the fields navarch's CRDs default.
+func setDefaults(v any, schema *apiextensionsv1.JSONSchemaProps) error {
+	switch val := v.(type) {
+	case map[string]any:
+		for name, prop := range schema.Properties {
+			child, ok := val[name]
+			if !ok && prop.Default != nil {
+				var d any
+				if err := json.Unmarshal(prop.Default.Raw, &d); err != nil {
+					return fmt.Errorf("default of %s: %w", name, err)
+				}
+				val[name] = d
+				continue
+			}
+			if ok {
+				if err := setDefaults(child, &prop); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if schema.Items != nil && schema.Items.Schema != nil {
+			for _, item := range val {
+				if err := setDefaults(item, schema.Items.Schema); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // metadata keeps what a user writes (name, namespace, labels, annotations) and drops what a
@@ -215,6 +282,9 @@ func (c *converter) walkValue(field, key string, val any, prop apiextensionsv1.J
 		case schemaless && (key == "matrix" || key == "merge") && c.generatorSchema != nil:
 			// A nested matrix or merge: check it as the top-level generator kind it is.
 			c.walk(field, v, c.generatorSchema.Properties[key])
+		case schemaless && key == "spec" && strings.HasSuffix(field, ".template.spec") && c.templateSpecSchema != nil:
+			// A generator's partial template override: check it against the template's spec.
+			c.walk(field, v, *c.templateSpecSchema)
 		case !schemaless:
 			c.walk(field, v, prop)
 		}

@@ -62,7 +62,7 @@ type ApplicationSetReconciler struct {
 }
 
 // Reconcile runs one generation pass: generate → render → check → create/update/delete.
-func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	set := &navarchv1.ApplicationSet{}
@@ -72,9 +72,8 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if !set.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references let the garbage collector delete the Applications
 	}
-	defer func() {
-		reconcileDuration.WithLabelValues(boolLabel(err == nil)).Observe(time.Since(start).Seconds())
-	}()
+	outcome := "error" // until the pass succeeds
+	defer func() { reconcileDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds()) }()
 	if err := r.clearAnnotation(ctx, set, navarchv1.AnnotationRefresh); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -110,7 +109,8 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	for name, err := range p.errs {
 		writeErrs[name] = err
 	}
-	if p.blockedDeletions == 0 && p.confirmed {
+	if p.blockedDeletions == 0 {
+		// Used, or not needed: a stale confirmation must not approve a later deletion.
 		if err := r.clearAnnotation(ctx, set, AnnotationConfirmDeletions); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -125,6 +125,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if len(writeErrs) > 0 {
 		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
 	}
+	outcome = "success"
 	return ctrl.Result{RequeueAfter: exp.RequeueAfter}, nil
 }
 
@@ -461,11 +462,4 @@ func (l clusterLister) ListClusters(ctx context.Context) ([]navarchv1.Cluster, e
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-func boolLabel(ok bool) string {
-	if ok {
-		return "success"
-	}
-	return "error"
 }

@@ -42,7 +42,8 @@ type Options struct {
 	ApplicationSetConcurrency int
 	// WriteConcurrency bounds the Application writes of one pass. Default 16.
 	WriteConcurrency int
-	// QPS and Burst of the management cluster client. Defaults 200 and 400.
+	// QPS and Burst of the management cluster client. Defaults 500 and 1000: the client must
+	// not be the bottleneck; the apiserver protects itself with priority and fairness.
 	QPS   float32
 	Burst int
 	// GitCacheDir holds the Git mirrors; empty means a temporary directory.
@@ -75,10 +76,10 @@ func (o *Options) defaults() {
 		o.WriteConcurrency = 16
 	}
 	if o.QPS <= 0 {
-		o.QPS = 200
+		o.QPS = 500
 	}
 	if o.Burst <= 0 {
-		o.Burst = 400
+		o.Burst = 1000
 	}
 	if o.ErrorRequeue <= 0 {
 		o.ErrorRequeue = 10 * time.Second

@@ -44,7 +44,7 @@ func TestGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
 	}
 
 	ns := namespace(t)
-	set := applyAppSet(t, ns, listAppSet("s", "a"))
+	set := applyAppSet(t, ns, listAppSet("a"))
 	allowed := []struct {
 		what string
 		do   func() error
