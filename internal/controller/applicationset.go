@@ -132,6 +132,8 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // plan is what one pass will write.
 type plan struct {
 	create, update, delete []*navarchv1.Application
+	// live holds the live Application each update is computed from, for its merge patch.
+	live map[string]*navarchv1.Application
 	// blockedDeletions counts deletions the budget held back.
 	blockedDeletions int
 	budget           int
@@ -152,7 +154,7 @@ func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *apps
 	mayUpdate := policy == navarchv1.ApplicationsSyncSync || policy == navarchv1.ApplicationsSyncCreateUpdate
 	mayDelete := policy == navarchv1.ApplicationsSyncSync || policy == navarchv1.ApplicationsSyncCreateDelete
 
-	p := plan{errs: map[string]error{}}
+	p := plan{errs: map[string]error{}, live: map[string]*navarchv1.Application{}}
 	generated := map[string]bool{}
 	for _, app := range exp.Applications {
 		generated[app.Name] = true
@@ -171,6 +173,7 @@ func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *apps
 			p.errs[app.Name] = err
 		case changed:
 			p.update = append(p.update, updated)
+			p.live[app.Name] = live
 		}
 	}
 	for _, pr := range exp.Problems {
@@ -291,7 +294,9 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, set *navarchv1.A
 			case "create":
 				err = r.Client.Create(ctx, w.app)
 			case "update":
-				err = r.Client.Update(ctx, w.app)
+				// A merge patch of the difference, guarded by the resourceVersion it was
+				// computed from: a concurrent edit makes it fail and the next pass retries.
+				err = r.Client.Patch(ctx, w.app, client.MergeFromWithOptions(p.live[w.app.Name], client.MergeFromWithOptimisticLock{}))
 			case "delete":
 				err = client.IgnoreNotFound(r.Client.Delete(ctx, w.app))
 			}
