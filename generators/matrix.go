@@ -35,14 +35,22 @@ func (g Matrix) validate() error {
 	return err
 }
 
-// children binds every child to its unrendered spec, validating the whole subtree.
-func (g Matrix) children() ([]Generator, error) {
-	if len(g.Spec.Generators) == 0 {
-		return nil, fmt.Errorf("%s.generators: must have at least one generator", g.Field)
+func (g Matrix) children() ([]Generator, error) { return nestedChildren(g.Field, g.Spec.Generators) }
+
+func (g Matrix) childField(i int) string { return childField(g.Field, i) }
+
+// RequeueAfter implements Generator: the smallest interval of any child.
+func (g Matrix) RequeueAfter() time.Duration { return childrenRequeue(g.Field, g.Spec.Generators) }
+
+// nestedChildren binds every child of a matrix or merge to its unrendered spec, validating the
+// whole subtree.
+func nestedChildren(field string, specs []navarchv1.NestedGenerator) ([]Generator, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%s.generators: must have at least one generator", field)
 	}
-	out := make([]Generator, len(g.Spec.Generators))
-	for i := range g.Spec.Generators {
-		child, err := NewNested(g.childField(i), &g.Spec.Generators[i])
+	out := make([]Generator, len(specs))
+	for i := range specs {
+		child, err := NewNested(childField(field, i), &specs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -51,11 +59,11 @@ func (g Matrix) children() ([]Generator, error) {
 	return out, nil
 }
 
-func (g Matrix) childField(i int) string { return fmt.Sprintf("%s.generators[%d]", g.Field, i) }
+func childField(field string, i int) string { return fmt.Sprintf("%s.generators[%d]", field, i) }
 
-// RequeueAfter implements Generator: the smallest interval of any child.
-func (g Matrix) RequeueAfter() time.Duration {
-	children, err := g.children()
+// childrenRequeue is the smallest requeue interval of any child; 0 when the children are invalid.
+func childrenRequeue(field string, specs []navarchv1.NestedGenerator) time.Duration {
+	children, err := nestedChildren(field, specs)
 	if err != nil {
 		return 0
 	}

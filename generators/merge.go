@@ -37,31 +37,12 @@ func (g Merge) validate() error {
 	return err
 }
 
-func (g Merge) children() ([]Generator, error) {
-	if len(g.Spec.Generators) == 0 {
-		return nil, fmt.Errorf("%s.generators: must have at least one generator", g.Field)
-	}
-	out := make([]Generator, len(g.Spec.Generators))
-	for i := range g.Spec.Generators {
-		child, err := NewNested(g.childField(i), &g.Spec.Generators[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = child
-	}
-	return out, nil
-}
+func (g Merge) children() ([]Generator, error) { return nestedChildren(g.Field, g.Spec.Generators) }
 
-func (g Merge) childField(i int) string { return fmt.Sprintf("%s.generators[%d]", g.Field, i) }
+func (g Merge) childField(i int) string { return childField(g.Field, i) }
 
 // RequeueAfter implements Generator: the smallest interval of any child.
-func (g Merge) RequeueAfter() time.Duration {
-	children, err := g.children()
-	if err != nil {
-		return 0
-	}
-	return minChildRequeue(children)
-}
+func (g Merge) RequeueAfter() time.Duration { return childrenRequeue(g.Field, g.Spec.Generators) }
 
 // Params implements Generator.
 func (g Merge) Params(ctx context.Context, in Inputs) ([]map[string]any, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -38,6 +39,9 @@ type fastText struct {
 	tags []fastTag
 	// jlits are lits escaped for a JSON string, for rendering straight into JSON.
 	jlits []string
+	// validUTF8 says every literal is valid UTF-8, so pieces can be escaped one by one: an
+	// invalid byte could otherwise join a parameter's bytes into a valid character.
+	validUTF8 bool
 }
 
 type fastTag struct {
@@ -76,8 +80,10 @@ func compileFast(s string) (*fastText, error) {
 	t.jlits = make([]string, len(t.lits))
 	for i, l := range t.lits {
 		t.jlits[i] = string(appendJSONEscaped(nil, l))
+		t.validUTF8 = (i == 0 || t.validUTF8) && utf8.ValidString(l)
 	}
 	for i := range t.tags {
+		t.validUTF8 = t.validUTF8 && utf8.ValidString(t.tags[i].raw)
 		t.tags[i].jraw = string(appendJSONEscaped(nil, t.tags[i].raw))
 	}
 	return t, nil
@@ -136,6 +142,9 @@ func (t *fastText) render(params map[string]any) string {
 
 // appendJSON appends the substituted string, escaped for a JSON string, to dst.
 func (t *fastText) appendJSON(dst []byte, params map[string]any) []byte {
+	if !t.validUTF8 || !t.valuesValidUTF8(params) {
+		return appendJSONEscaped(dst, t.render(params))
+	}
 	for i, tag := range t.tags {
 		dst = append(dst, t.jlits[i]...)
 		if v, ok := lookupFast(params, tag.key); ok {
@@ -145,6 +154,15 @@ func (t *fastText) appendJSON(dst []byte, params map[string]any) []byte {
 		}
 	}
 	return append(dst, t.jlits[len(t.jlits)-1]...)
+}
+
+func (t *fastText) valuesValidUTF8(params map[string]any) bool {
+	for _, tag := range t.tags {
+		if v, ok := lookupFast(params, tag.key); ok && !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // renderFast substitutes s in one pass, without keeping a compiled form.

@@ -52,41 +52,39 @@ func (e ConvertErrors) Error() string {
 // ApplicationSet converts an ApplicationSet, given as a decoded YAML/JSON object in either
 // navarch's or Argo CD's apiVersion, into navarch's type.
 func ApplicationSet(obj map[string]any) (*navarchv1.ApplicationSet, []Warning, error) {
-	c, err := newConverter(obj, "ApplicationSet", "applicationsets.navarch.io")
-	if err != nil {
-		return nil, nil, err
-	}
-	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil {
-		return nil, nil, &FieldError{Field: "spec", Message: "Required value"}
-	}
-	c.walk("spec", spec, c.schema.Properties["spec"])
 	out := &navarchv1.ApplicationSet{}
-	if err := c.finish(obj, out); err != nil {
-		return nil, c.warnings, err
+	warnings, err := convert(obj, "ApplicationSet", "applicationsets.navarch.io", out)
+	if err != nil {
+		return nil, warnings, err
 	}
-	return out, c.warnings, nil
+	return out, warnings, nil
 }
 
 // Application converts an Application in either apiVersion into navarch's type.
 func Application(obj map[string]any) (*navarchv1.Application, []Warning, error) {
-	c, err := newConverter(obj, "Application", "applications.navarch.io")
+	out := &navarchv1.Application{}
+	warnings, err := convert(obj, "Application", "applications.navarch.io", out)
 	if err != nil {
-		return nil, nil, err
+		return nil, warnings, err
+	}
+	return out, warnings, nil
+}
+
+// convert checks and converts obj's spec (and operation, for Applications) into out.
+func convert(obj map[string]any, kind, crdName string, out any) ([]Warning, error) {
+	c, err := newConverter(obj, kind, crdName)
+	if err != nil {
+		return nil, err
 	}
 	spec, _ := obj["spec"].(map[string]any)
 	if spec == nil {
-		return nil, nil, &FieldError{Field: "spec", Message: "Required value"}
+		return nil, &FieldError{Field: "spec", Message: "Required value"}
 	}
 	c.walk("spec", spec, c.schema.Properties["spec"])
 	if op, ok := obj["operation"].(map[string]any); ok {
 		c.walk("operation", op, c.schema.Properties["operation"])
 	}
-	out := &navarchv1.Application{}
-	if err := c.finish(obj, out); err != nil {
-		return nil, c.warnings, err
-	}
-	return out, c.warnings, nil
+	return c.warnings, c.finish(obj, out)
 }
 
 type converter struct {
