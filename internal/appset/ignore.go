@@ -148,38 +148,23 @@ func copyPath(dst, src map[string]any, path []any) {
 	}
 }
 
-func lookup(tree any, path []any) (any, bool) {
-	cur := tree
-	for _, seg := range path {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[fmt.Sprint(seg)]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, ok := index(seg)
-			if !ok || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
+func lookup(tree any, path []any) (any, bool) { return descend(tree, path, false) }
 
 // lookupParent returns the container of path's last element in tree, creating intermediate
 // maps when create is set (the live value must be placed even where desired has no parent).
 func lookupParent(tree map[string]any, path []any, create bool) (any, bool) {
-	var cur any = tree
-	for _, seg := range path[:len(path)-1] {
+	return descend(tree, path[:len(path)-1], create)
+}
+
+// descend follows path through maps and lists; with create, a missing map entry becomes an
+// empty map instead of a miss.
+func descend(tree any, path []any, create bool) (any, bool) {
+	cur := tree
+	for _, seg := range path {
 		switch c := cur.(type) {
 		case map[string]any:
 			next, ok := c[fmt.Sprint(seg)]
-			if !ok || next == nil {
+			if !ok || (create && next == nil) {
 				if !create {
 					return nil, false
 				}
