@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -311,19 +312,33 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-func schemaOf(crdName string) (apiextensionsv1.JSONSchemaProps, error) {
+// schemas are the embedded CRDs' schemas by CRD name, parsed once per process: every
+// converted document needs one, and the CRDs are ~200 KB of YAML.
+var schemas = sync.OnceValues(func() (map[string]apiextensionsv1.JSONSchemaProps, error) {
 	crds, err := crd.Load()
 	if err != nil {
-		return apiextensionsv1.JSONSchemaProps{}, err
+		return nil, err
 	}
+	out := map[string]apiextensionsv1.JSONSchemaProps{}
 	for _, d := range crds {
-		if d.Name == crdName {
-			for _, v := range d.Spec.Versions {
-				if v.Name == navarchv1.GroupVersion.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-					return *v.Schema.OpenAPIV3Schema, nil
-				}
+		for _, v := range d.Spec.Versions {
+			if v.Name == navarchv1.GroupVersion.Version && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				out[d.Name] = *v.Schema.OpenAPIV3Schema
 			}
 		}
 	}
-	return apiextensionsv1.JSONSchemaProps{}, fmt.Errorf("no %s schema for %s embedded", crdName, navarchv1.GroupVersion)
+	return out, nil
+})
+
+func schemaOf(crdName string) (apiextensionsv1.JSONSchemaProps, error) {
+	all, err := schemas()
+	if err != nil {
+		return apiextensionsv1.JSONSchemaProps{}, err
+	}
+	s, ok := all[crdName]
+	if !ok {
+		return apiextensionsv1.JSONSchemaProps{}, fmt.Errorf("no %s schema for %s embedded", crdName, navarchv1.GroupVersion)
+	}
+	// A deep copy: the converter keeps pointers into it.
+	return *s.DeepCopy(), nil
 }

@@ -116,6 +116,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
+		return fmt.Errorf("create namespace %s: %w", SystemNamespace, err)
+	}
 	for i, wc := range clusters[1:] {
 		labels := map[string]string{"env": envCycle[i%len(envCycle)], "region": regionCycle[i%len(regionCycle)]}
 		if err := register(ctx, c, wc, labels); err != nil {
@@ -138,10 +142,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 // register creates the kubeconfig Secret and the Cluster object of a workload cluster.
 func register(ctx context.Context, c client.Client, wc *localcluster.Cluster, labels map[string]string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
-	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
-		return fmt.Errorf("create namespace %s: %w", SystemNamespace, err)
-	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: wc.Name + "-kubeconfig", Namespace: SystemNamespace},
 		Data:       map[string][]byte{"value": wc.Kubeconfig()},
