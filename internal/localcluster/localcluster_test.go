@@ -88,7 +88,27 @@ func TestConcurrentClustersAreIndependent(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("ConfigMap created in %s: in %s got error %v, want NotFound", left.Name, right.Name, err)
 	}
+
+	// An outage of one API server: its clients fail, the other cluster is untouched, and after
+	// the restart the same kubeconfig reaches the same data.
+	if err := left.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leftClient.CoreV1().ConfigMaps(cm.Namespace).Get(t.Context(), cm.Name, metav1.GetOptions{}); !isConnRefused(err) {
+		t.Errorf("with %s's API server stopped: got error %v, want connection refused", left.Name, err)
+	}
+	if _, err := rightClient.CoreV1().Namespaces().Get(t.Context(), metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+		t.Errorf("%s during %s's outage: %v", right.Name, left.Name, err)
+	}
+	if err := left.StartAPIServer(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := leftClient.CoreV1().ConfigMaps(cm.Namespace).Get(t.Context(), cm.Name, metav1.GetOptions{}); err != nil || got.Data["cluster"] != left.Name {
+		t.Errorf("after restarting %s's API server: got %v, %v", left.Name, got, err)
+	}
 }
+
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 func TestWorkloadsRun(t *testing.T) {
 	start := time.Now()

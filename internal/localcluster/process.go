@@ -21,6 +21,10 @@ type process struct {
 	cmd     *exec.Cmd
 	logPath string
 
+	// path, args and env are what it was started with, so it can be started again.
+	path      string
+	args, env []string
+
 	done    chan struct{} // closed once the process has exited and been reaped
 	waitErr error         // the result of cmd.Wait, set before done is closed
 }
@@ -47,7 +51,7 @@ func startProcess(name, path, dir string, args, env []string) (*process, error) 
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, path: path, args: args, env: env, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
