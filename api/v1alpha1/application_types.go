@@ -532,6 +532,10 @@ type ResourceStatus struct {
 	// requiresPruning is true when the resource is no longer in Git.
 	// +optional
 	RequiresPruning bool `json:"requiresPruning,omitempty"`
+	// message explains a status other than Synced, e.g. the fields that differ from Git.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // OperationState is the progress of a sync operation. The engine advances the operation from

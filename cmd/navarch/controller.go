@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +49,13 @@ configuration; outside, the kubeconfig like kubectl.`,
 	f.StringVar(&opts.GitCacheDir, "git-cache-dir", "", "directory for Git mirrors (default: a temporary directory)")
 	f.IntVar(&opts.MaxParamSets, "max-param-sets", 10000, "cap on parameter sets per ApplicationSet")
 	f.DurationVar(&opts.ErrorRequeue, "error-requeue", 0, "how soon a failed pass is retried (default 10s)")
+	f.StringSliceVar(&opts.Controllers, "controllers", nil, "controllers to run: applicationset, application, cluster (default: all)")
+	f.IntVar(&opts.ClusterWorkers, "cluster-workers", 8, "Applications synced at once per destination cluster")
+	f.Float32Var(&opts.ClusterQPS, "cluster-api-qps", 200, "queries per second to each destination cluster")
+	f.IntVar(&opts.ClusterBurst, "cluster-api-burst", 400, "burst of queries to each destination cluster")
+	f.DurationVar(&opts.ClusterProbeInterval, "cluster-probe-interval", 30*time.Second, "how often each Cluster is probed")
+	f.DurationVar(&opts.GitPollInterval, "git-poll-interval", 3*time.Minute, "how often Applications look for new commits")
+	f.DurationVar(&opts.SelfHealBackoff, "self-heal-backoff", 2*time.Second, "how long selfHeal waits after a sync before correcting drift again")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOp.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

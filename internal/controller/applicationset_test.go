@@ -87,6 +87,9 @@ func runMain(m *testing.M) int {
 	go func() {
 		done <- Run(ctx, Options{
 			Config: controllerConfig, MetricsAddr: "0", ProbeAddr: "0", ErrorRequeue: time.Second, Logger: logger,
+			// These tests are about the ApplicationSet controller alone; the fleet tests
+			// (fleet/) run all controllers.
+			Controllers: []string{"applicationset"},
 		})
 	}()
 	code := m.Run()
@@ -396,8 +399,8 @@ func TestDeletingTheApplicationSet(t *testing.T) {
 					if preserve {
 						return name + " still exists"
 					}
-					// Without preserve the Applications wait, being deleted, for the fleet
-					// controller to delete their resources first.
+					// Without preserve the Applications wait, being deleted, for the
+					// Application controller (not running here) to delete their resources.
 					if a.DeletionTimestamp.IsZero() || !slices.Contains(a.Finalizers, navarchv1.FinalizerResources) {
 						return name + " is not being deleted behind its resources finalizer"
 					}

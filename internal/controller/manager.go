@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/engine"
+	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/gitrepo"
 	"github.com/navarch-io/navarch/internal/scheme"
@@ -52,6 +56,22 @@ type Options struct {
 	MaxParamSets int
 	// ErrorRequeue is how soon a failed pass is retried. Default 10s.
 	ErrorRequeue time.Duration
+	// Controllers lists the controllers to run: applicationset, application, cluster.
+	// Empty means all.
+	Controllers []string
+	// ClusterWorkers is the number of Applications synced at once per cluster. Default 8.
+	ClusterWorkers int
+	// ClusterQPS and ClusterBurst limit the client of each destination cluster. Defaults 200
+	// and 400.
+	ClusterQPS   float32
+	ClusterBurst int
+	// ClusterProbeInterval is how often each Cluster is probed. Default 30s.
+	ClusterProbeInterval time.Duration
+	// GitPollInterval is how often Applications look for new commits. Default 3m.
+	GitPollInterval time.Duration
+	// SelfHealBackoff is how long selfHeal waits after a sync before correcting drift again.
+	// Default 2s.
+	SelfHealBackoff time.Duration
 	// Logger is the root logger.
 	Logger logr.Logger
 }
@@ -133,6 +153,47 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer reader.Close()
 	creds := repoCredentials{c: mgr.GetAPIReader(), namespace: opts.SystemNamespace}
+	enabled := func(name string) bool { return len(opts.Controllers) == 0 || slices.Contains(opts.Controllers, name) }
+	for _, name := range opts.Controllers {
+		if !slices.Contains([]string{"applicationset", "application", "cluster"}, name) {
+			return fmt.Errorf("controller: unknown controller %q (want applicationset, application or cluster)", name)
+		}
+	}
+	fetcher := source.New(source.Options{
+		Git:          reader,
+		Credentials:  creds.lookup,
+		PollInterval: opts.GitPollInterval,
+	})
+	apps := &ApplicationReconciler{
+		Client: mgr.GetClient(),
+		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff}),
+	}
+	apps.Clusters = clustercache.New(ctx, clustercache.Options{
+		InCluster: cfg,
+		Handler:   apps.Process,
+		Workers:   opts.ClusterWorkers,
+		QPS:       opts.ClusterQPS,
+		Burst:     opts.ClusterBurst,
+		Logger:    opts.Logger.WithName("clusters"),
+	})
+	if enabled("application") {
+		if err := apps.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the Application controller: %w", err)
+		}
+	}
+	if enabled("cluster") {
+		if err := (&ClusterReconciler{
+			Client:        mgr.GetClient(),
+			SecretReader:  mgr.GetAPIReader(),
+			Clusters:      apps.Clusters,
+			ProbeInterval: opts.ClusterProbeInterval,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the Cluster controller: %w", err)
+		}
+	}
+	if !enabled("applicationset") {
+		return mgr.Start(ctx)
+	}
 	if err := (&ApplicationSetReconciler{
 		Client:           mgr.GetClient(),
 		Git:              appset.GitReader(reader, creds.lookup),

@@ -1,0 +1,179 @@
+// Package clustercache owns navarch's connections to the clusters it deploys to.
+//
+// Each Cluster gets one Remote: a REST config built from its kubeconfig Secret (or the
+// management cluster's own config for in-cluster), a dynamic client, a RESTMapper, watches
+// on only the objects navarch manages (label LabelManaged, managedFields stripped), and its
+// own work queue and workers. A dead or slow cluster therefore only ever delays its own
+// Applications. The Cluster controller calls Connect on every probe; Remotes survive outages
+// (client-go's watches reconnect by themselves) and are rebuilt only when the kubeconfig
+// changes.
+package clustercache
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// LabelManaged marks every object navarch applies, so that watches can select exactly those.
+// Ownership itself is recorded by the navarch.io/tracking-id annotation.
+const LabelManaged = "navarch.io/managed"
+
+// Handler processes one Application on one cluster. It returns how soon to process it again
+// (0: only on the next event) or an error (retried with backoff).
+type Handler func(ctx context.Context, r *Remote, app types.NamespacedName) (time.Duration, error)
+
+// Options configure a Cache.
+type Options struct {
+	// InCluster reaches the management cluster; it serves destination `in-cluster`.
+	InCluster *rest.Config
+	// Handler processes queued Applications.
+	Handler Handler
+	// Workers per cluster. Default 8.
+	Workers int
+	// QPS and Burst of each cluster's client. Defaults 200 and 400.
+	QPS   float32
+	Burst int
+	// Timeout bounds each request to a cluster. Default 30s.
+	Timeout time.Duration
+	// Logger is the cache's logger.
+	Logger logr.Logger
+}
+
+// Cache holds one Remote per Cluster. It is safe for concurrent use.
+type Cache struct {
+	opts Options
+	ctx  context.Context
+
+	mu      sync.Mutex
+	remotes map[string]*Remote
+}
+
+// ErrNotConnected is returned for a cluster the cache has no connection to yet.
+var ErrNotConnected = errors.New("not connected yet")
+
+// New returns a cache whose Remotes live until ctx is done.
+func New(ctx context.Context, opts Options) *Cache {
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.QPS <= 0 {
+		opts.QPS = 200
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = 400
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}}
+}
+
+// Connect makes sure the cache has a Remote for cluster built from kubeconfig (nil for an
+// in-cluster Cluster) and returns it. A Remote whose configuration is unchanged is kept, with
+// its watches and queue; a changed one is replaced.
+func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote, error) {
+	cfg, err := c.config(cluster, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	fingerprint := fmt.Sprintf("%x", sha256.Sum256(append([]byte(cfg.Host+"\x00"), kubeconfig...)))
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.remotes[cluster.Name]; ok {
+		if r.fingerprint == fingerprint {
+			return r, nil
+		}
+		r.stop()
+	}
+	r, err := newRemote(c.ctx, cluster.Name, cfg, fingerprint, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.remotes[cluster.Name] = r
+	return r, nil
+}
+
+// InCluster returns the Remote of the management cluster, destination `in-cluster`, creating
+// it on first use. A Cluster object named in-cluster replaces it through Connect.
+func (c *Cache) InCluster() (*Remote, error) {
+	return c.Connect(&navarchv1.Cluster{Spec: navarchv1.ClusterSpec{InCluster: true}, ObjectMeta: objectMetaNamed(navarchv1.InClusterName)}, nil)
+}
+
+// Get returns the Remote of the named cluster, or ErrNotConnected.
+func (c *Cache) Get(name string) (*Remote, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.remotes[name]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("cluster %q: %w", name, ErrNotConnected)
+}
+
+// Remove stops and forgets the named cluster's Remote.
+func (c *Cache) Remove(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.remotes[name]; ok {
+		r.stop()
+		delete(c.remotes, name)
+	}
+}
+
+// Names lists the connected clusters.
+func (c *Cache) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.remotes))
+}
+
+// config builds the REST config of a cluster.
+func (c *Cache) config(cluster *navarchv1.Cluster, kubeconfig []byte) (*rest.Config, error) {
+	var cfg *rest.Config
+	if cluster.Spec.InCluster || kubeconfig == nil {
+		if c.opts.InCluster == nil {
+			return nil, &ConfigError{Cluster: cluster.Name, Err: errors.New("no in-cluster configuration")}
+		}
+		cfg = rest.CopyConfig(c.opts.InCluster)
+	} else {
+		var err error
+		cfg, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		if err != nil {
+			return nil, &ConfigError{Cluster: cluster.Name, Err: err}
+		}
+		if cluster.Spec.Server != "" && cluster.Spec.Server != cfg.Host {
+			cfg.Host = cluster.Spec.Server
+		}
+	}
+	cfg.QPS, cfg.Burst, cfg.Timeout = c.opts.QPS, c.opts.Burst, c.opts.Timeout
+	cfg.UserAgent = "navarch"
+	return cfg, nil
+}
+
+// ConfigError is a kubeconfig that cannot be used.
+type ConfigError struct {
+	Cluster string
+	Err     error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("cluster %q: invalid kubeconfig: %v", e.Cluster, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -1,0 +1,164 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+func configMap(name, greeting string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {greeting: \"%s\"}\n", name, greeting)
+}
+
+func clusterReady(t *testing.T, name string) *metav1.Condition {
+	t.Helper()
+	c := &navarchv1.Cluster{}
+	if err := mgmt.Get(context.Background(), client.ObjectKey{Name: name}, c); err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(c.Status.Conditions, navarchv1.ConditionReady)
+}
+
+// Two clusters, one of them down: the other still syncs; the stopped one reports Unreachable
+// and its Application catches up after the restart.
+func TestAClusterOutageDelaysOnlyThatCluster(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "hello")})
+	apps := map[string]*navarchv1.Application{}
+	for _, cluster := range []string{"east", "west"} {
+		apps[cluster] = createApp(t, ns, fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: cm}
+  destination: {name: %s, namespace: %s}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+`, cluster, url, cluster, ns))
+	}
+	for _, app := range apps {
+		waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+	}
+
+	west := workloads["west"]
+	if err := west.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = west.StartAPIServer(context.Background())
+		}
+	})
+	eventually(t, "Cluster west reports Unreachable", func() string {
+		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
+			return fmt.Sprintf("Ready condition %+v", c)
+		}
+		return ""
+	})
+
+	commit := push(t, "new greeting", map[string]string{"cm/cm.yaml": configMap("greeting", "bonjour")})
+	waitForApp(t, apps["east"], "synced to the new commit during west's outage", func(a *navarchv1.Application) bool {
+		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
+	})
+	cm := &corev1.ConfigMap{}
+	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
+		t.Fatalf("east has %v (%v), want bonjour", cm.Data, err)
+	}
+	waitForApp(t, apps["west"], "reports its cluster unavailable", func(a *navarchv1.Application) bool {
+		c := meta.FindStatusCondition(a.Status.Conditions, navarchv1.ConditionReady)
+		return c != nil && c.Status == "False" && c.Reason == "ClusterUnavailable"
+	})
+
+	if err := west.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	waitForApp(t, apps["west"], "catches up after the restart", func(a *navarchv1.Application) bool {
+		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
+	})
+	if err := west.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
+		t.Fatalf("west has %v (%v), want bonjour", cm.Data, err)
+	}
+	if c := clusterReady(t, "west"); c == nil || c.Status != "True" || c.Reason != navarchv1.ReasonConnected {
+		t.Errorf("Cluster west Ready condition %+v after the restart", c)
+	}
+}
+
+// app-of-apps: an Application on the management cluster whose path holds Application
+// manifests; the child Applications are created and sync their own clusters.
+func TestAppOfApps(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{
+		"child/cm.yaml": configMap("from-child", "hi"),
+	})
+	push(t, "add the parent", map[string]string{
+		"parent/child.yaml": fmt.Sprintf(`
+apiVersion: navarch.io/v1alpha1
+kind: Application
+metadata: {name: child, namespace: %s}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: child}
+  destination: {name: east, namespace: %s}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+`, ns, url, ns+"-child"),
+	})
+	parent := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: parent}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: parent}
+  destination: {name: in-cluster, namespace: %s}
+  syncPolicy: {automated: {prune: true}}
+`, url, ns))
+	waitForApp(t, parent, "Synced and Healthy (its child is healthy)", syncedAndHealthy)
+	child := waitForApp(t, &navarchv1.Application{ObjectMeta: objectMeta(ns, "child")}, "Synced and Healthy", syncedAndHealthy)
+	if child.Annotations[navarchv1.AnnotationTrackingID] == "" {
+		t.Errorf("the child Application carries no tracking id")
+	}
+	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns + "-child", Name: "from-child"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the child's ConfigMap is not in cluster east: %v", err)
+	}
+}
+
+// Deleting an Application with the resources finalizer deletes its resources first.
+func TestDeletingAnApplicationDeletesItsResources(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{"cm/a.yaml": configMap("a", "1"), "cm/b.yaml": configMap("b", "2")})
+	app := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: doomed, finalizers: [%s]}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: cm}
+  destination: {name: east, namespace: %s}
+  syncPolicy: {automated: {}}
+`, navarchv1.FinalizerResources, url, ns))
+	east := workloads["east"].client
+	// The namespace exists (it holds the Application's own namespace name on east too).
+	if err := east.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta("", ns)}); err != nil {
+		t.Fatal(err)
+	}
+	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+	if err := mgmt.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Application and its ConfigMaps are gone", func() string {
+		err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("Application still there: %v", err)
+		}
+		for _, name := range []string{"a", "b"} {
+			if err := east.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("ConfigMap %s still there: %v", name, err)
+			}
+		}
+		return ""
+	})
+}

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/navarch-io/navarch/fleet/clustercache"
+)
+
+// FieldManager is the server-side apply field manager of everything navarch applies.
+const FieldManager = "navarch"
+
+// dryRun server-side applies r's desired object with dryRun=All and returns what the object
+// would become.
+func (e *Engine) dryRun(ctx context.Context, remote *clustercache.Remote, r *resource) (*unstructured.Unstructured, error) {
+	return e.patch(ctx, remote, r, r.obj, true)
+}
+
+// apply server-side applies r's desired object, or replaces it with Replace=true.
+func (e *Engine) apply(ctx context.Context, remote *clustercache.Remote, r *resource, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if r.options.on("Replace") {
+		return e.replace(ctx, remote, r, desired)
+	}
+	return e.patch(ctx, remote, r, desired, false)
+}
+
+func (e *Engine) patch(ctx context.Context, remote *clustercache.Remote, r *resource, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true), FieldValidation: "Strict"}
+	if r.options.off("Validate") {
+		opts.FieldValidation = "Ignore"
+	}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return remote.Resource(r.mapping, r.ref.Namespace).Patch(ctx, r.ref.Name, types.ApplyPatchType, data, opts)
+}
+
+// replace creates the object or overwrites it entirely (`kubectl replace`).
+func (e *Engine) replace(ctx context.Context, remote *clustercache.Remote, r *resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	client := remote.Resource(r.mapping, r.ref.Namespace)
+	validation := "Strict"
+	if r.options.off("Validate") {
+		validation = "Ignore"
+	}
+	live, err := client.Get(ctx, r.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: validation})
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj = obj.DeepCopy()
+	obj.SetResourceVersion(live.GetResourceVersion())
+	return client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager, FieldValidation: validation})
+}
+
+// remove deletes a live object with the given propagation policy; an object already gone is
+// not an error.
+func (e *Engine) remove(ctx context.Context, remote *clustercache.Remote, r *resource, policy metav1.DeletionPropagation) error {
+	err := remote.Resource(r.mapping, r.ref.Namespace).Delete(ctx, r.ref.Name, metav1.DeleteOptions{
+		PropagationPolicy: &policy,
+		Preconditions:     &metav1.Preconditions{UID: new(r.live.GetUID())},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s %s: %w", r.ref.Kind, r.ref.Name, err)
+	}
+	e.dryRuns.forget(remote.Name + "/" + r.key())
+	return nil
+}
+
+// propagation returns the PrunePropagationPolicy option; foreground by default.
+func propagation(opts syncOptions) metav1.DeletionPropagation {
+	switch opts["PrunePropagationPolicy"] {
+	case "background":
+		return metav1.DeletePropagationBackground
+	case "orphan":
+		return metav1.DeletePropagationOrphan
+	default:
+		return metav1.DeletePropagationForeground
+	}
+}

@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/diff"
+	"github.com/navarch-io/navarch/fleet/health"
+)
+
+// resource is one object of an Application: desired (from Git), live (from the cluster), or
+// both.
+type resource struct {
+	ref        navarchv1.ResourceRef
+	gvk        schema.GroupVersionKind
+	obj        *unstructured.Unstructured // desired, with namespace and tracking set; nil when only in the inventory
+	live       *unstructured.Unstructured // from the watch cache (or a GET); nil when absent
+	mapping    *meta.RESTMapping          // nil when the cluster does not serve the kind (yet)
+	mappingErr error
+	wave       int64
+	options    syncOptions
+
+	status           navarchv1.SyncStatusCode
+	message          string
+	dryRunErr        error // the server refused the desired object
+	missingNamespace bool  // the object's namespace does not exist (yet)
+	health           *navarchv1.HealthStatus
+	prune            bool   // tracked and live, but no longer in Git
+	sharedWith       string // the other Application tracking the live object
+}
+
+func (r *resource) key() string {
+	return r.gvk.Group + "/" + r.gvk.Kind + "/" + r.ref.Namespace + "/" + r.ref.Name
+}
+
+func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
+	gvk := obj.GroupVersionKind()
+	return navarchv1.ResourceRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// comparison is the outcome of comparing an Application's desired objects with the cluster.
+type comparison struct {
+	commit    string
+	resources []*resource // desired ones first, then ones to prune
+	sync      navarchv1.SyncStatusCode
+	health    navarchv1.HealthStatus
+	errors    []string // comparison problems for the ComparisonError condition
+	shared    []string // objects tracked by another Application
+}
+
+// dryRunCache remembers, per object, the outcome of the last server-side dry run, keyed by
+// the hashes of the desired and the (normalised) live object and of the ignore rules. An
+// unchanged Application therefore costs no dry runs, and status-only changes of live objects
+// (a Deployment's rollout progress) do not invalidate it.
+type dryRunCache struct {
+	mu      sync.Mutex
+	entries map[string]dryRunEntry
+}
+
+type dryRunEntry struct {
+	desired, live, ignore string
+	result                diff.Result
+}
+
+func (c *dryRunCache) get(key, desired, live, ignore string) (diff.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || e.desired != desired || e.live != live || e.ignore != ignore {
+		return diff.Result{}, false
+	}
+	return e.result, true
+}
+
+func (c *dryRunCache) put(key, desired, live, ignore string, r diff.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]dryRunEntry{}
+	}
+	c.entries[key] = dryRunEntry{desired: desired, live: live, ignore: ignore, result: r}
+}
+
+func (c *dryRunCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}
+
+// prepare turns rendered objects into desired resources: namespace defaulted (or cleared for
+// cluster-scoped kinds), tracking annotation and watch label set, mapping resolved.
+func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote, objs []*unstructured.Unstructured, opts syncOptions) ([]*resource, error) {
+	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	crdScopes := crdScopes(objs)
+	seen := map[string]bool{}
+	out := make([]*resource, 0, len(objs))
+	for _, src := range objs {
+		if isHook(src) {
+			continue // hooks are run by sync operations, not compared
+		}
+		obj := src.DeepCopy()
+		gvk := obj.GroupVersionKind()
+		r := &resource{gvk: gvk, obj: obj}
+		r.mapping, r.mappingErr = remote.Mapping(gvk)
+		namespaced := obj.GetNamespace() != ""
+		switch {
+		case r.mapping != nil:
+			namespaced = r.mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		case crdScopes[gvk.GroupKind()] != "":
+			namespaced = crdScopes[gvk.GroupKind()] == "Namespaced"
+		}
+		if namespaced && obj.GetNamespace() == "" {
+			obj.SetNamespace(app.Spec.Destination.Namespace)
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(metav1.NamespaceDefault)
+			}
+		}
+		if !namespaced {
+			obj.SetNamespace("")
+		}
+		r.ref = refOf(obj)
+		if seen[r.key()] {
+			return nil, fmt.Errorf("%s %s is rendered twice", gvk.Kind, objName(obj))
+		}
+		seen[r.key()] = true
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[navarchv1.AnnotationTrackingID] = clustercache.TrackingID(appKey, obj)
+		obj.SetAnnotations(annotations)
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[clustercache.LabelManaged] = "true"
+		obj.SetLabels(labels)
+		r.wave = waveOf(r)
+		r.options = opts.withAnnotation(obj)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// crdScopes maps the kinds defined by CustomResourceDefinitions among objs to their scope.
+func crdScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" || o.GroupVersionKind().Group != "apiextensions.k8s.io" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		out[schema.GroupKind{Group: group, Kind: kind}] = scope
+	}
+	return out
+}
+
+func objName(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// compare fills in the live state, sync status and health of every desired resource and
+// adds the inventory's resources that are no longer desired.
+func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, desired []*resource, ig *diff.Ignore, opts syncOptions) *comparison {
+	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	c := &comparison{resources: desired}
+	ignoreHash := ignoreKey(app.Spec.IgnoreDifferences)
+	desiredKeys := map[string]bool{}
+	for _, r := range desired {
+		desiredKeys[r.key()] = true
+		e.compareOne(ctx, appKey, remote, r, ig, ignoreHash, c)
+	}
+	for _, inv := range app.Status.Resources {
+		if inv.Hook {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: inv.Group, Version: inv.Version, Kind: inv.Kind}
+		r := &resource{gvk: gvk, ref: inv.ResourceRef, prune: true, status: navarchv1.SyncStatusOutOfSync}
+		if desiredKeys[r.key()] {
+			continue
+		}
+		r.mapping, r.mappingErr = remote.Mapping(gvk)
+		if r.mapping == nil {
+			continue // the kind is gone, and with it the object
+		}
+		live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
+		if err != nil {
+			c.errors = append(c.errors, err.Error())
+			r.status = navarchv1.SyncStatusUnknown
+			c.resources = append(c.resources, r)
+			continue
+		}
+		if owner, ok := clustercache.TrackedBy(live); live == nil || !ok || owner != appKey {
+			continue // gone, or no longer ours: nothing to prune
+		}
+		r.live = live
+		r.wave = waveOf(r)
+		r.options = opts.withAnnotation(live)
+		r.health = health.Assess(live)
+		r.message = "no longer in Git"
+		c.resources = append(c.resources, r)
+	}
+
+	c.sync = navarchv1.SyncStatusSynced
+	worst := navarchv1.HealthHealthy
+	var healthMessage string
+	for _, r := range c.resources {
+		switch {
+		case r.status == navarchv1.SyncStatusUnknown:
+			c.sync = navarchv1.SyncStatusUnknown
+		case r.status == navarchv1.SyncStatusOutOfSync && c.sync == navarchv1.SyncStatusSynced:
+			c.sync = navarchv1.SyncStatusOutOfSync
+		}
+		if r.health != nil && r.health.Status != "" && health.Worse(r.health.Status, worst) {
+			worst = r.health.Status
+			healthMessage = fmt.Sprintf("%s %s: %s", r.ref.Kind, r.ref.Name, r.health.Message)
+			if r.health.Message == "" {
+				healthMessage = fmt.Sprintf("%s %s is %s", r.ref.Kind, r.ref.Name, r.health.Status)
+			}
+		}
+	}
+	c.health = navarchv1.HealthStatus{Status: worst, Message: healthMessage}
+	return c
+}
+
+// compareOne compares one desired resource with the cluster.
+func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string, c *comparison) {
+	r.status = navarchv1.SyncStatusOutOfSync
+	if r.mapping == nil {
+		r.message = fmt.Sprintf("the cluster does not serve kind %s (%s)", r.gvk.Kind, r.gvk.GroupVersion().String())
+		r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing, Message: r.message}
+		if r.mappingErr != nil && !meta.IsNoMatchError(r.mappingErr) {
+			r.status = navarchv1.SyncStatusUnknown
+			r.message = r.mappingErr.Error()
+			c.errors = append(c.errors, r.message)
+		}
+		return
+	}
+	live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
+	if err == nil && live == nil {
+		// Not managed by anyone yet; it may still exist.
+		live, err = e.get(ctx, remote, r)
+	}
+	if err != nil {
+		r.status = navarchv1.SyncStatusUnknown
+		r.message = err.Error()
+		c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+		return
+	}
+	r.live = live
+	if live == nil {
+		r.message = "missing from the cluster"
+		r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
+		_, err := e.dryRun(ctx, remote, r)
+		switch {
+		case isMissingNamespace(err):
+			r.missingNamespace = true
+			r.message = fmt.Sprintf("namespace %q does not exist yet", r.ref.Namespace)
+		case transient(err):
+			r.status, r.message = navarchv1.SyncStatusUnknown, err.Error()
+			c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+		case err != nil:
+			r.dryRunErr = err
+			r.message = err.Error()
+		}
+		return
+	}
+	r.health = health.Assess(live)
+	if owner, ok := clustercache.TrackedBy(live); ok && owner != appKey {
+		r.sharedWith = owner.String()
+		c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), owner))
+	}
+
+	liveForDiff := live
+	if ig.NeedsManagedFields(r.gvk, r.ref.Namespace, r.ref.Name) {
+		if full, err := e.get(ctx, remote, r); err == nil && full != nil {
+			liveForDiff = full
+		}
+	}
+	desiredHash, liveHash := diff.Hash(r.obj), diff.Hash(liveForDiff)
+	result, ok := e.dryRuns.get(remote.Name+"/"+r.key(), desiredHash, liveHash, ignoreHash)
+	if !ok {
+		predicted, err := e.dryRun(ctx, remote, r)
+		if transient(err) {
+			r.status, r.message = navarchv1.SyncStatusUnknown, err.Error()
+			c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+			return
+		}
+		if err != nil {
+			r.dryRunErr = err
+			r.message = err.Error()
+			return
+		}
+		result = diff.Compare(predicted, liveForDiff, ig)
+		e.dryRuns.put(remote.Name+"/"+r.key(), desiredHash, liveHash, ignoreHash, result)
+	}
+	if result.Equal {
+		r.status = navarchv1.SyncStatusSynced
+		r.message = ""
+		return
+	}
+	r.message = "differs at " + strings.Join(result.Paths, ", ")
+	if result.Truncated {
+		r.message += ", ..."
+	}
+}
+
+// get reads an object directly from the cluster, managedFields included; nil when absent.
+func (e *Engine) get(ctx context.Context, remote *clustercache.Remote, r *resource) (*unstructured.Unstructured, error) {
+	obj, err := remote.Resource(r.mapping, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+// isMissingNamespace reports whether err says the object's namespace does not exist, which a
+// sync creating the namespace first will fix.
+func isMissingNamespace(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// transient reports whether err is a failure to talk to the cluster (network, timeouts,
+// throttling, server errors) rather than the server rejecting the object: transient errors
+// leave the comparison Unknown and an operation running, to be retried.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code == 0 || code >= 500 || code == 429 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+}
+
+func ignoreKey(rules []navarchv1.ResourceIgnoreDifferences) string {
+	if len(rules) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%v", rules)
+}

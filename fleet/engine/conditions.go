@@ -1,0 +1,72 @@
+package engine
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/diff"
+)
+
+// Ready condition reasons.
+const (
+	ReasonSyncedAndHealthy = "SyncedAndHealthy"
+	ReasonOutOfSync        = "OutOfSync"
+	ReasonSyncing          = "Syncing"
+	ReasonSyncFailed       = "SyncFailed"
+	ReasonComparisonFailed = "ComparisonFailed"
+	ReasonNotHealthy       = "NotHealthy"
+)
+
+func setCondition(app *navarchv1.Application, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: truncate(message, 32768), ObservedGeneration: app.Generation,
+	})
+}
+
+func removeCondition(app *navarchv1.Application, typ string) {
+	meta.RemoveStatusCondition(&app.Status.Conditions, typ)
+}
+
+// setReady derives the kstatus-style Ready and Reconciling conditions from the rest of the
+// status: Ready when Synced and Healthy with no error; Reconciling while an operation runs.
+func setReady(app *navarchv1.Application) {
+	st := &app.Status
+	running := st.OperationState != nil && st.OperationState.Phase == navarchv1.OperationRunning
+	if running {
+		setCondition(app, navarchv1.ConditionReconciling, metav1.ConditionTrue, ReasonSyncing, st.OperationState.Message)
+	} else {
+		removeCondition(app, navarchv1.ConditionReconciling)
+	}
+	ready := func(status metav1.ConditionStatus, reason, message string) {
+		setCondition(app, navarchv1.ConditionReady, status, reason, message)
+	}
+	switch {
+	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationComparisonError):
+		ready(metav1.ConditionFalse, ReasonComparisonFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationComparisonError).Message)
+	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationSyncError) && !running:
+		ready(metav1.ConditionFalse, ReasonSyncFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationSyncError).Message)
+	case running:
+		ready(metav1.ConditionFalse, ReasonSyncing, st.OperationState.Message)
+	case st.Sync.Status != navarchv1.SyncStatusSynced:
+		ready(metav1.ConditionFalse, ReasonOutOfSync, "the live state differs from Git at "+shortCommit(st.Sync.Revision))
+	case st.Health.Status != navarchv1.HealthHealthy:
+		ready(metav1.ConditionFalse, ReasonNotHealthy, string(st.Health.Status)+": "+st.Health.Message)
+	default:
+		ready(metav1.ConditionTrue, ReasonSyncedAndHealthy, "synced to "+shortCommit(st.Sync.Revision)+" and healthy")
+	}
+}
+
+func shortCommit(c string) string {
+	if len(c) > 8 {
+		return c[:8]
+	}
+	return c
+}
+
+func compileIgnore(app *navarchv1.Application) (*diff.Ignore, error) {
+	return diff.CompileIgnore(app.Spec.IgnoreDifferences)
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -1,0 +1,229 @@
+// Package engine is navarch's per-cluster reconciler of one Application: it compares the
+// Application's rendered manifests with the live cluster (server-side dry runs, ignore rules,
+// health) and runs sync operations.
+//
+// A sync operation is a plan of tasks — apply each desired object, wave by wave in kind
+// order, then prune what left Git — that the engine advances step by step. Everything the
+// operation has done is recorded in status.operationState, so each Reconcile continues where
+// the last one stopped: after a wait (a CRD to be established, a wave to turn healthy), or
+// after a controller restart. Waits are ended by watch events, not timers.
+//
+// The engine works on the Application object it is given and changes only its status; the
+// caller persists it.
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/diff"
+	"github.com/navarch-io/navarch/fleet/source"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Source fetches and renders manifests.
+	Source *source.Fetcher
+	// SelfHealBackoff is how long after a sync selfHeal waits before correcting drift again.
+	// Default 2s.
+	SelfHealBackoff time.Duration
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+}
+
+// Engine reconciles Applications. It is safe for concurrent use by the workers of every
+// cluster; it keeps only caches.
+type Engine struct {
+	opts    Options
+	dryRuns dryRunCache
+}
+
+// New returns an Engine.
+func New(opts Options) *Engine {
+	if opts.SelfHealBackoff <= 0 {
+		opts.SelfHealBackoff = 2 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Engine{opts: opts}
+}
+
+// Result tells the caller what to do after Reconcile.
+type Result struct {
+	// RequeueAfter asks for another Reconcile after this long even without events; 0 means
+	// only on events.
+	RequeueAfter time.Duration
+	// ClearOperation asks the caller to remove the Application's `operation` field: the
+	// operation it requested has started.
+	ClearOperation bool
+}
+
+// Reconcile compares app with the cluster behind remote, records the comparison in
+// app.Status, and starts or advances a sync operation. refresh forces a new Git lookup.
+func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, refresh bool) (Result, error) {
+	now := metav1.NewTime(e.opts.Now())
+	st := &app.Status
+	st.ReconciledAt = &now
+	res := Result{}
+
+	ig, err := diff.CompileIgnore(app.Spec.IgnoreDifferences)
+	if err != nil {
+		e.comparisonFailed(app, err)
+		return res, nil
+	}
+	manifests, err := e.opts.Source.Fetch(ctx, app.Spec.Source, "", refresh)
+	if err != nil {
+		e.comparisonFailed(app, err)
+		return Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	res.RequeueAfter = manifests.NextPoll
+	opts := e.syncOptions(app)
+	desired, err := e.prepare(app, remote, manifests.Objects, opts)
+	if err != nil {
+		e.comparisonFailed(app, err)
+		return res, nil
+	}
+	cmp := e.compare(ctx, app, remote, desired, ig, opts)
+	cmp.commit = manifests.Commit
+	e.recordComparison(app, cmp)
+
+	// Start an operation: asked for, or automated.
+	if app.Operation != nil {
+		res.ClearOperation = true
+		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
+			e.startOperation(app, *app.Operation, manifests.Commit)
+		}
+	} else if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
+		e.startOperation(app, *op, manifests.Commit)
+	} else if wait > 0 {
+		res.RequeueAfter = min(res.RequeueAfter, wait)
+	}
+
+	if os := st.OperationState; os != nil && os.Phase == navarchv1.OperationRunning {
+		after, err := e.runOperation(ctx, app, remote, cmp, manifests.Commit)
+		if err != nil {
+			return res, err
+		}
+		if after > 0 {
+			res.RequeueAfter = min(res.RequeueAfter, after)
+		}
+	}
+	return res, nil
+}
+
+// syncOptions are the Application's sync options.
+func (e *Engine) syncOptions(app *navarchv1.Application) syncOptions {
+	var lists [][]navarchv1.SyncOption
+	if p := app.Spec.SyncPolicy; p != nil {
+		lists = append(lists, p.SyncOptions)
+	}
+	if os := app.Status.OperationState; os != nil && os.Phase == navarchv1.OperationRunning && os.Operation.Sync != nil {
+		lists = append(lists, os.Operation.Sync.SyncOptions)
+	}
+	return parseSyncOptions(lists...)
+}
+
+// comparisonFailed records that the Application could not be compared with Git.
+func (e *Engine) comparisonFailed(app *navarchv1.Application, err error) {
+	app.Status.Sync.Status = navarchv1.SyncStatusUnknown
+	if app.Status.Health.Status == "" {
+		app.Status.Health = navarchv1.HealthStatus{Status: navarchv1.HealthUnknown}
+	}
+	setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, "ComparisonFailed", err.Error())
+	setReady(app)
+}
+
+// recordComparison writes a comparison into the Application's status.
+func (e *Engine) recordComparison(app *navarchv1.Application, c *comparison) {
+	st := &app.Status
+	st.Sync = navarchv1.SyncStatus{Status: c.sync, Revision: c.commit}
+	st.Health = c.health
+	resources := make([]navarchv1.ResourceStatus, 0, len(c.resources))
+	for _, r := range c.resources {
+		rs := navarchv1.ResourceStatus{
+			ResourceRef:     r.ref,
+			Status:          r.status,
+			Health:          r.health,
+			SyncWave:        r.wave,
+			RequiresPruning: r.prune,
+			Message:         truncate(r.message, 512),
+		}
+		resources = append(resources, rs)
+	}
+	st.Resources = resources
+	if len(c.errors) > 0 {
+		setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, "ComparisonFailed", truncate(strings.Join(c.errors, "; "), 2048))
+	} else {
+		removeCondition(app, navarchv1.ApplicationComparisonError)
+	}
+	if len(c.shared) > 0 {
+		setCondition(app, navarchv1.ApplicationSharedResourceWarning, metav1.ConditionTrue, "SharedResource", truncate(strings.Join(c.shared, "; "), 2048))
+	} else {
+		removeCondition(app, navarchv1.ApplicationSharedResourceWarning)
+	}
+	setReady(app)
+}
+
+// automatedOperation returns the operation automated sync starts now, if any; otherwise how
+// long until selfHeal may act.
+func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, rendered []*unstructured.Unstructured) (*navarchv1.Operation, time.Duration) {
+	p := app.Spec.SyncPolicy
+	if p == nil || p.Automated == nil || c.sync != navarchv1.SyncStatusOutOfSync || len(c.errors) > 0 {
+		return nil, 0
+	}
+	last := app.Status.OperationState
+	if last != nil && last.Phase == navarchv1.OperationRunning {
+		return nil, 0
+	}
+	if last != nil && last.SyncResult != nil && last.SyncResult.Revision == c.commit {
+		if last.Phase != navarchv1.OperationSucceeded {
+			return nil, 0 // a failed sync of this commit is retried by the retry policy only
+		}
+		if !p.Automated.SelfHeal {
+			return nil, 0
+		}
+		if last.FinishedAt != nil {
+			if wait := last.FinishedAt.Add(e.opts.SelfHealBackoff).Sub(e.opts.Now()); wait > 0 {
+				return nil, wait
+			}
+		}
+	}
+	if p.Automated.Prune && !p.Automated.AllowEmpty && len(rendered) == 0 && len(app.Status.Resources) > 0 {
+		setCondition(app, navarchv1.ApplicationSyncError, metav1.ConditionTrue, "EmptyRender",
+			"automated sync refused: the source renders no objects, and syncing would prune every resource; set syncPolicy.automated.allowEmpty to allow it")
+		setReady(app)
+		return nil, 0
+	}
+	return &navarchv1.Operation{
+		Sync:        &navarchv1.SyncOperation{Revision: c.commit, Prune: p.Automated.Prune},
+		InitiatedBy: navarchv1.OperationInitiator{Automated: true},
+	}, 0
+}
+
+// startOperation records a new running operation at commit.
+func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operation, commit string) {
+	if op.Sync == nil {
+		op.Sync = &navarchv1.SyncOperation{}
+	}
+	app.Status.OperationState = &navarchv1.OperationState{
+		Operation:  op,
+		Phase:      navarchv1.OperationRunning,
+		Message:    "sync started",
+		StartedAt:  metav1.NewTime(e.opts.Now()),
+		SyncResult: &navarchv1.SyncOperationResult{Revision: commit},
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

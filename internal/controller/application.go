@@ -1,0 +1,266 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/engine"
+	"github.com/navarch-io/navarch/internal/appset"
+)
+
+// +kubebuilder:rbac:groups=navarch.io,resources=applications/status,verbs=get;update;patch
+
+// ReasonClusterUnavailable is the Ready reason of an Application whose destination cluster is
+// not registered or does not answer.
+const ReasonClusterUnavailable = "ClusterUnavailable"
+
+// ApplicationReconciler syncs Applications to their clusters. Its controller-runtime side only
+// routes: it finds an Application's destination cluster and queues the Application on that
+// cluster's own queue in the cluster cache, whose workers run Process. A dead or slow cluster
+// therefore never delays Applications of other clusters.
+type ApplicationReconciler struct {
+	Client   client.Client
+	Clusters *clustercache.Cache
+	Engine   *engine.Engine
+
+	// written remembers the resourceVersion of each Application's last status write, so a
+	// worker never acts on a cached copy older than its own last write.
+	written sync.Map // types.NamespacedName → int64
+}
+
+// Reconcile routes one Application to its cluster's queue.
+func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &navarchv1.Application{}
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.written.Delete(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	remote, err := r.remote(ctx, app)
+	if err == nil {
+		err = remote.Ready()
+	}
+	if err == nil {
+		remote.Enqueue(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if !app.DeletionTimestamp.IsZero() && errors.Is(err, errNoCluster) {
+		// The destination is no longer registered: nothing can delete its resources.
+		return ctrl.Result{}, r.removeFinalizer(ctx, app)
+	}
+	// Report the unavailable cluster; its Cluster's next status change requeues the
+	// Application.
+	before := app.Status.DeepCopy()
+	app.Status.Sync.Status = navarchv1.SyncStatusUnknown
+	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type: navarchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonClusterUnavailable,
+		Message: truncate(err.Error(), 1024), ObservedGeneration: app.Generation,
+	})
+	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.patchStatus(ctx, app, before)
+}
+
+var errNoCluster = errors.New("no such Cluster")
+
+// remote returns the cluster cache's Remote of app's destination.
+func (r *ApplicationReconciler) remote(ctx context.Context, app *navarchv1.Application) (*clustercache.Remote, error) {
+	name, err := r.destination(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	if remote, err := r.Clusters.Get(name); err == nil || name != navarchv1.InClusterName {
+		return remote, err
+	}
+	return r.Clusters.InCluster()
+}
+
+// destination resolves spec.destination to a Cluster name.
+func (r *ApplicationReconciler) destination(ctx context.Context, app *navarchv1.Application) (string, error) {
+	d := app.Spec.Destination
+	if d.Name == navarchv1.InClusterName || (d.Name == "" && d.Server == appset.InClusterServer) {
+		return navarchv1.InClusterName, nil
+	}
+	if d.Name != "" {
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: d.Name}, &navarchv1.Cluster{}); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				return "", fmt.Errorf("spec.destination.name: %w named %q", errNoCluster, d.Name)
+			}
+			return "", err
+		}
+		return d.Name, nil
+	}
+	var clusters navarchv1.ClusterList
+	if err := r.Client.List(ctx, &clusters); err != nil {
+		return "", err
+	}
+	for _, c := range clusters.Items {
+		if c.Spec.Server == d.Server {
+			return c.Name, nil
+		}
+	}
+	return "", fmt.Errorf("spec.destination.server: %w with server %q", errNoCluster, d.Server)
+}
+
+// Process reconciles one Application on its cluster: it runs on the cluster's own workers.
+func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercache.Remote, key types.NamespacedName) (time.Duration, error) {
+	app := &navarchv1.Application{}
+	if err := r.Client.Get(ctx, key, app); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	if last, ok := r.written.Load(key); ok {
+		if rv, _ := strconv.ParseInt(app.ResourceVersion, 10, 64); rv < last.(int64) {
+			return 50 * time.Millisecond, nil // the cache has not seen our last write yet
+		}
+	}
+	// Routed elsewhere meanwhile (the router queued it there), or the cluster is down (the
+	// router reports it and requeues on recovery): nothing to do here.
+	if name, err := r.destination(ctx, app); err != nil || name != remote.Name || remote.Ready() != nil {
+		return 0, nil //nolint:nilerr // see above
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("application", klog.KObj(app), "cluster", remote.Name)
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	if !app.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, app, remote)
+	}
+	before := app.Status.DeepCopy()
+	_, refresh := app.Annotations[navarchv1.AnnotationRefresh]
+	res, err := r.Engine.Reconcile(ctx, app, remote, refresh)
+	if err != nil {
+		return 0, err
+	}
+	app.Status.ObservedGeneration = app.Generation
+	if err := r.patchStatus(ctx, app, before); err != nil {
+		return 0, err
+	}
+	if res.ClearOperation || refresh {
+		patch := client.MergeFrom(app.DeepCopy())
+		app.Operation = nil
+		delete(app.Annotations, navarchv1.AnnotationRefresh)
+		if err := r.Client.Patch(ctx, app, patch); err != nil {
+			return 0, fmt.Errorf("clear the operation of %s: %w", key, err)
+		}
+	}
+	return res.RequeueAfter, nil
+}
+
+// finalize deletes a deleted Application's resources, then lets it go.
+func (r *ApplicationReconciler) finalize(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote) (time.Duration, error) {
+	if !controllerutil.ContainsFinalizer(app, navarchv1.FinalizerResources) {
+		return 0, nil
+	}
+	remaining, err := r.Engine.Delete(ctx, app, remote)
+	if err != nil {
+		return 0, err
+	}
+	if remaining > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for resources to be deleted", "remaining", remaining)
+		return 5 * time.Second, nil // deletions also arrive as watch events
+	}
+	return 0, r.removeFinalizer(ctx, app)
+}
+
+func (r *ApplicationReconciler) removeFinalizer(ctx context.Context, app *navarchv1.Application) error {
+	if !controllerutil.ContainsFinalizer(app, navarchv1.FinalizerResources) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(app, navarchv1.FinalizerResources)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, app, patch))
+}
+
+// patchStatus writes the status if it changed beyond the reconcile time.
+func (r *ApplicationReconciler) patchStatus(ctx context.Context, app *navarchv1.Application, before *navarchv1.ApplicationStatus) error {
+	after := app.Status.DeepCopy()
+	after.ReconciledAt, before.ReconciledAt = nil, nil
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	patch := client.MergeFrom(&navarchv1.Application{ObjectMeta: app.ObjectMeta, Status: *before})
+	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
+		return fmt.Errorf("update the status of %s: %w", klog.KObj(app), err)
+	}
+	if rv, err := strconv.ParseInt(app.ResourceVersion, 10, 64); err == nil {
+		r.written.Store(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, rv)
+	}
+	return nil
+}
+
+// SetupWithManager registers the router. Applications are routed when anything but their
+// status changes; Clusters requeue their Applications when their readiness changes.
+func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Clusters == nil || r.Engine == nil {
+		return errMissingDependency("ApplicationReconciler needs Client, Clusters and Engine")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("application").
+		Complete(r)
+}
+
+type handlerQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// deleting passes updates that start an object's deletion.
+type deleting struct{ predicate.Funcs }
+
+func (deleting) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// clusterHandler requeues the Applications of a Cluster whose readiness or spec changed.
+func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, c *navarchv1.Cluster, q handlerQueue) {
+		var apps navarchv1.ApplicationList
+		if err := r.Client.List(ctx, &apps); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List Applications for a Cluster event")
+			return
+		}
+		for i := range apps.Items {
+			d := apps.Items[i].Spec.Destination
+			if d.Name == c.Name || (d.Name == "" && d.Server == c.Spec.Server) {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: apps.Items[i].Namespace, Name: apps.Items[i].Name}})
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q handlerQueue) {
+			enqueue(ctx, e.Object.(*navarchv1.Cluster), q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q handlerQueue) {
+			o, n := e.ObjectOld.(*navarchv1.Cluster), e.ObjectNew.(*navarchv1.Cluster)
+			if o.Generation == n.Generation && meta.IsStatusConditionTrue(o.Status.Conditions, navarchv1.ConditionReady) ==
+				meta.IsStatusConditionTrue(n.Status.Conditions, navarchv1.ConditionReady) {
+				return
+			}
+			enqueue(ctx, n, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q handlerQueue) {
+			enqueue(ctx, e.Object.(*navarchv1.Cluster), q)
+		},
+	}
+}

@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/clustercache"
+)
+
+// +kubebuilder:rbac:groups=navarch.io,resources=clusters/status,verbs=get;update;patch
+
+// ClusterReconciler connects to each registered Cluster through the cluster cache and probes it
+// periodically, reporting Ready with a typed reason, the server version and the probe time.
+type ClusterReconciler struct {
+	Client client.Client
+	// SecretReader reads kubeconfig Secrets (uncached: navarch does not watch Secrets).
+	SecretReader client.Reader
+	// Clusters is the cluster cache.
+	Clusters *clustercache.Cache
+	// ProbeInterval is how often a ready cluster is probed. Unready ones are probed more often.
+	ProbeInterval time.Duration
+}
+
+// Reconcile connects to one Cluster and probes it.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := &navarchv1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.Clusters.Remove(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		r.Clusters.Remove(cluster.Name)
+		return ctrl.Result{}, nil
+	}
+	before := cluster.Status.DeepCopy()
+	version, err := r.probe(ctx, cluster)
+	now := metav1.Now()
+	cluster.Status.LastProbeTime = &now
+	cluster.Status.ObservedGeneration = cluster.Generation
+	cond := metav1.Condition{Type: navarchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: clustercache.ProbeReason(err),
+		Message: "the API server answers", ObservedGeneration: cluster.Generation}
+	if err != nil {
+		cond.Status, cond.Message = metav1.ConditionFalse, truncate(err.Error(), 1024)
+	} else {
+		cluster.Status.ServerVersion = version
+	}
+	meta.SetStatusCondition(&cluster.Status.Conditions, cond)
+
+	next := r.ProbeInterval
+	if err != nil {
+		next = min(next, 5*time.Second)
+	}
+	// The probe time alone changes at most once a probe interval, so an unchanged cluster costs
+	// one status write per interval.
+	probedOnly := before.LastProbeTime != nil && equality.Semantic.DeepEqual(withoutProbeTime(before), withoutProbeTime(&cluster.Status))
+	if probedOnly && now.Sub(before.LastProbeTime.Time) < r.ProbeInterval {
+		return ctrl.Result{RequeueAfter: next}, nil
+	}
+	patch := client.MergeFrom(&navarchv1.Cluster{ObjectMeta: cluster.ObjectMeta, Status: *before})
+	if err := r.Client.Status().Patch(ctx, cluster, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update the status of Cluster %s: %w", cluster.Name, err)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// probe connects to the cluster and asks for its version.
+func (r *ClusterReconciler) probe(ctx context.Context, cluster *navarchv1.Cluster) (string, error) {
+	var kubeconfig []byte
+	if ref := cluster.Spec.KubeconfigSecretRef; ref != nil && !cluster.Spec.InCluster {
+		secret := &corev1.Secret{}
+		if err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+			return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: read Secret %s/%s: %w", ref.Namespace, ref.Name, err)}
+		}
+		key := ref.Key
+		if key == "" {
+			key = "value"
+		}
+		if kubeconfig = secret.Data[key]; len(kubeconfig) == 0 {
+			return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: Secret %s/%s has no key %q", ref.Namespace, ref.Name, key)}
+		}
+	} else if !cluster.Spec.InCluster {
+		return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec: set kubeconfigSecretRef or inCluster")}
+	}
+	remote, err := r.Clusters.Connect(cluster, kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	return remote.Probe(ctx)
+}
+
+func withoutProbeTime(s *navarchv1.ClusterStatus) *navarchv1.ClusterStatus {
+	c := s.DeepCopy()
+	c.LastProbeTime = nil
+	for i := range c.Conditions {
+		c.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return c
+}
+
+// SetupWithManager registers the controller; each Cluster is probed by its own reconcile, so
+// a slow cluster holds up one worker only.
+func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.SecretReader == nil || r.Clusters == nil {
+		return errMissingDependency("ClusterReconciler needs Client, SecretReader and Clusters")
+	}
+	if r.ProbeInterval <= 0 {
+		r.ProbeInterval = 30 * time.Second
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&navarchv1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("cluster").
+		Complete(r)
+}
