@@ -312,3 +312,45 @@ spec:
 		t.Errorf("the good ConfigMap was applied although its source is broken: %v", err)
 	}
 }
+
+// An object already tracked by another Application: SharedResourceWarning, and with
+// FailOnSharedResource=true the sync fails without touching it.
+func TestSharedResourcesAreReported(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{"shared/cm.yaml": webConfigMap})
+	spec := func(name, options string) string {
+		return fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: shared}
+  destination: {name: east, namespace: %s}
+  syncPolicy: {syncOptions: [CreateNamespace=true%s]}
+`, name, url, ns, options)
+	}
+	first := createApp(t, ns, spec("first", ""))
+	requestSync(t, first, false)
+	waitForApp(t, first, "Synced", syncedAndHealthy)
+
+	second := createApp(t, ns, spec("second", ", FailOnSharedResource=true"))
+	got := waitForApp(t, second, "SharedResourceWarning", func(a *navarchv1.Application) bool {
+		return meta.IsStatusConditionTrue(a.Status.Conditions, navarchv1.ApplicationSharedResourceWarning)
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ApplicationSharedResourceWarning); !strings.Contains(c.Message, ns+"/first") {
+		t.Errorf("SharedResourceWarning %q should name Application %s/first", c.Message, ns)
+	}
+	requestSync(t, second, false)
+	got = waitForApp(t, second, "sync Failed", func(a *navarchv1.Application) bool {
+		return a.Status.OperationState != nil && a.Status.OperationState.Phase == navarchv1.OperationFailed
+	})
+	if msg := got.Status.OperationState.Message; !strings.Contains(msg, "FailOnSharedResource") || !strings.Contains(msg, "first") {
+		t.Errorf("operation message %q should name the other Application and the option", msg)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if id := cm.Annotations[navarchv1.AnnotationTrackingID]; !strings.HasPrefix(id, ns+"_first:") {
+		t.Errorf("the ConfigMap's tracking id is %q, want it still tracked by first", id)
+	}
+}

@@ -24,10 +24,26 @@ func (e *Engine) dryRun(ctx context.Context, remote *clustercache.Remote, r *res
 
 // apply server-side applies r's desired object, or replaces it with Replace=true.
 func (e *Engine) apply(ctx context.Context, remote *clustercache.Remote, r *resource, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	var err error
 	if r.options.on("Replace") {
-		return e.replace(ctx, remote, r, desired)
+		out, err = e.replace(ctx, remote, r, desired)
+	} else {
+		out, err = e.patch(ctx, remote, r, desired, false)
 	}
-	return e.patch(ctx, remote, r, desired, false)
+	if err != nil && r.options.on("Force") && r.live != nil && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)) {
+		// Force=true: an object the server refuses to change (an immutable field) is
+		// deleted and created again, like `kubectl apply --force`.
+		if err := e.remove(ctx, remote, r, metav1.DeletePropagationForeground); err != nil {
+			return nil, err
+		}
+		out, err = remote.Resource(r.mapping, r.ref.Namespace).Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			// The old object is still being deleted: a plain error, so the step is retried.
+			return nil, fmt.Errorf("%s %s is being replaced (Force=true): the old object is not gone yet", r.ref.Kind, r.ref.Name)
+		}
+	}
+	return out, err
 }
 
 func (e *Engine) patch(ctx context.Context, remote *clustercache.Remote, r *resource, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {

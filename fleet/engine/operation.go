@@ -167,7 +167,10 @@ func (e *Engine) validate(app *navarchv1.Application, plan, pending []*resource)
 	var problems []string
 	for _, r := range pending {
 		switch {
-		case r.mapping == nil && defined[r.gvk.GroupKind()] == "":
+		case r.sharedWith != "" && r.options.on("FailOnSharedResource"):
+			problems = append(problems, fmt.Sprintf("%s %s is already managed by Application %s (FailOnSharedResource=true)",
+				r.ref.Kind, r.ref.Name, r.sharedWith))
+		case r.mapping == nil && defined[r.gvk.GroupKind()] == "" && !r.options.on("SkipDryRunOnMissingResource"):
 			problems = append(problems, fmt.Sprintf("%s %s: the cluster has no kind %s in %s, and no CustomResourceDefinition of this Application defines it",
 				r.ref.Kind, r.ref.Name, r.gvk.Kind, r.gvk.GroupVersion().String()))
 		case r.missingNamespace && !createsNamespace[r.ref.Namespace]:
