@@ -182,22 +182,28 @@ func push(t *testing.T, message string, files map[string]string) string {
 	return commit
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for path, content := range files {
-		full := filepath.Join(dir, path)
-		if content == "" {
-			if err := os.Remove(full); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		writeFile(t, dir, path, content)
+	}
+}
+
+// writeFile writes one file under dir; empty content deletes it.
+func writeFile(t testing.TB, dir, path, content string) {
+	t.Helper()
+	full := filepath.Join(dir, path)
+	if content == "" {
+		if err := os.Remove(full); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -284,10 +290,10 @@ func update[T client.Object](t *testing.T, c client.Client, obj T, edit func(T))
 }
 
 // requestSync asks for a manual sync through the Application's operation field.
-func requestSync(t *testing.T, app *navarchv1.Application, prune bool) {
+func requestSync(t *testing.T, app *navarchv1.Application) {
 	t.Helper()
 	update(t, mgmt, app, func(a *navarchv1.Application) {
-		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{Prune: prune}, InitiatedBy: navarchv1.OperationInitiator{Username: "test"}}
+		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{}, InitiatedBy: navarchv1.OperationInitiator{Username: "test"}}
 	})
 }
 

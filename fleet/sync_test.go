@@ -230,7 +230,7 @@ spec:
 	west := workloads["west"].client
 
 	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
-	requestSync(t, app, false)
+	requestSync(t, app)
 	got := waitForApp(t, app, "sync Failed", func(a *navarchv1.Application) bool {
 		return a.Status.OperationState != nil && a.Status.OperationState.Phase == navarchv1.OperationFailed
 	})
@@ -254,7 +254,7 @@ spec:
 	waitForApp(t, app, "sees the new commit", func(a *navarchv1.Application) bool {
 		return len(a.Status.Resources) == 3
 	})
-	requestSync(t, app, false)
+	requestSync(t, app)
 	got = waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
 	if p := got.Status.OperationState.Phase; p != navarchv1.OperationSucceeded {
 		t.Fatalf("operation %s: %s", p, got.Status.OperationState.Message)
@@ -329,7 +329,7 @@ spec:
 `, name, url, ns, options)
 	}
 	first := createApp(t, ns, spec("first", ""))
-	requestSync(t, first, false)
+	requestSync(t, first)
 	waitForApp(t, first, "Synced", syncedAndHealthy)
 
 	second := createApp(t, ns, spec("second", ", FailOnSharedResource=true"))
@@ -339,7 +339,7 @@ spec:
 	if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ApplicationSharedResourceWarning); !strings.Contains(c.Message, ns+"/first") {
 		t.Errorf("SharedResourceWarning %q should name Application %s/first", c.Message, ns)
 	}
-	requestSync(t, second, false)
+	requestSync(t, second)
 	got = waitForApp(t, second, "sync Failed", func(a *navarchv1.Application) bool {
 		return a.Status.OperationState != nil && a.Status.OperationState.Phase == navarchv1.OperationFailed
 	})

@@ -39,6 +39,7 @@ type resource struct {
 	health           *navarchv1.HealthStatus
 	prune            bool   // tracked and live, but no longer in Git
 	sharedWith       string // the other Application tracking the live object
+	compareError     string // why the comparison failed, for the ComparisonError condition
 }
 
 func (r *resource) key() string {
@@ -49,6 +50,9 @@ func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
 	gvk := obj.GroupVersionKind()
 	return navarchv1.ResourceRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
+
+// compareConcurrency bounds the objects of one Application compared at once.
+const compareConcurrency = 8
 
 // comparison is the outcome of comparing an Application's desired objects with the cluster.
 type comparison struct {
@@ -183,9 +187,25 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 	c := &comparison{resources: desired}
 	ignoreHash := ignoreKey(app.Spec.IgnoreDifferences)
 	desiredKeys := map[string]bool{}
+	// Objects are compared concurrently: each comparison may wait for a dry run.
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, compareConcurrency)
 	for _, r := range desired {
 		desiredKeys[r.key()] = true
-		e.compareOne(ctx, appKey, remote, r, ig, ignoreHash, c)
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			e.compareOne(ctx, appKey, remote, r, ig, ignoreHash)
+		})
+	}
+	wg.Wait()
+	for _, r := range desired {
+		if r.compareError != "" {
+			c.errors = append(c.errors, r.compareError)
+		}
+		if r.sharedWith != "" {
+			c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), r.sharedWith))
+		}
 	}
 	for _, inv := range app.Status.Resources {
 		if inv.Hook {
@@ -241,7 +261,7 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 }
 
 // compareOne compares one desired resource with the cluster.
-func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string, c *comparison) {
+func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string) {
 	r.status = navarchv1.SyncStatusOutOfSync
 	if r.mapping == nil {
 		r.message = fmt.Sprintf("the cluster does not serve kind %s (%s)", r.gvk.Kind, r.gvk.GroupVersion().String())
@@ -249,43 +269,51 @@ func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, re
 		if r.mappingErr != nil && !meta.IsNoMatchError(r.mappingErr) {
 			r.status = navarchv1.SyncStatusUnknown
 			r.message = r.mappingErr.Error()
-			c.errors = append(c.errors, r.message)
+			r.compareError = r.message
 		}
 		return
 	}
-	live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
-	if err == nil && live == nil {
-		// Not managed by anyone yet; it may still exist.
-		live, err = e.get(ctx, remote, r)
+	unknown := func(err error) {
+		r.status, r.message = navarchv1.SyncStatusUnknown, err.Error()
+		r.compareError = fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err)
 	}
+	live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
 	if err != nil {
-		r.status = navarchv1.SyncStatusUnknown
-		r.message = err.Error()
-		c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+		unknown(err)
 		return
 	}
-	r.live = live
 	if live == nil {
-		r.message = "missing from the cluster"
-		r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
-		_, err := e.dryRun(ctx, remote, r)
+		// Nobody manages it yet. The dry run validates it and tells whether it exists: the
+		// server gives an object it would create no resourceVersion.
+		predicted, err := e.dryRun(ctx, remote, r)
 		switch {
 		case isMissingNamespace(err):
 			r.missingNamespace = true
 			r.message = fmt.Sprintf("namespace %q does not exist yet", r.ref.Namespace)
 		case transient(err):
-			r.status, r.message = navarchv1.SyncStatusUnknown, err.Error()
-			c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+			unknown(err)
 		case err != nil:
 			r.dryRunErr = err
 			r.message = err.Error()
+		case predicted.GetResourceVersion() != "":
+			// It exists, unmanaged: compare with it.
+			if live, err = e.get(ctx, remote, r); err != nil {
+				unknown(err)
+				return
+			}
 		}
-		return
+		if live == nil {
+			if r.message == "" {
+				r.message = "missing from the cluster"
+			}
+			r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
+			return
+		}
 	}
+	r.live = live
 	r.health = health.Assess(live)
 	if owner, ok := clustercache.TrackedBy(live); ok && owner != appKey {
 		r.sharedWith = owner.String()
-		c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), owner))
 	}
 
 	liveForDiff := live
@@ -300,7 +328,7 @@ func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, re
 		predicted, err := e.dryRun(ctx, remote, r)
 		if transient(err) {
 			r.status, r.message = navarchv1.SyncStatusUnknown, err.Error()
-			c.errors = append(c.errors, fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err))
+			r.compareError = fmt.Sprintf("%s %s: %v", r.ref.Kind, objName(r.obj), err)
 			return
 		}
 		if err != nil {
@@ -349,6 +377,9 @@ func transient(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.As(err, new(*PermanentError)) {
+		return false
+	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return true
@@ -356,6 +387,13 @@ func transient(err error) bool {
 	code := status.Status().Code
 	return code == 0 || code >= 500 || code == 429 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
+
+// PermanentError is an error that retrying cannot fix, e.g. a bad ignoreDifferences rule.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+func (e *PermanentError) Unwrap() error { return e.Err }
 
 func ignoreKey(rules []navarchv1.ResourceIgnoreDifferences) string {
 	if len(rules) == 0 {

@@ -45,7 +45,8 @@ func setReady(app *navarchv1.Application) {
 	switch {
 	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationComparisonError):
 		ready(metav1.ConditionFalse, ReasonComparisonFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationComparisonError).Message)
-	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationSyncError) && !running:
+	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationSyncError) && !running &&
+		(st.Sync.Status != navarchv1.SyncStatusSynced || st.Health.Status != navarchv1.HealthHealthy):
 		ready(metav1.ConditionFalse, ReasonSyncFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationSyncError).Message)
 	case running:
 		ready(metav1.ConditionFalse, ReasonSyncing, st.OperationState.Message)

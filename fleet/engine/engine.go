@@ -14,6 +14,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -98,7 +99,17 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 	if app.Operation != nil {
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
-			e.startOperation(app, *app.Operation, manifests.Commit)
+			commit := manifests.Commit
+			if rev := app.Operation.Sync; rev != nil && rev.Revision != "" && rev.Revision != commit {
+				at, err := e.opts.Source.Fetch(ctx, app.Spec.Source, rev.Revision, false)
+				if err != nil {
+					e.startOperation(app, *app.Operation, "")
+					e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.sync.revision %q: %v", rev.Revision, err))
+					return res, nil
+				}
+				commit = at.Commit
+			}
+			e.startOperation(app, *app.Operation, commit)
 		}
 	} else if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
 		e.startOperation(app, *op, manifests.Commit)
@@ -182,6 +193,12 @@ func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, r
 	if last != nil && last.Phase == navarchv1.OperationRunning {
 		return nil, 0
 	}
+	if last != nil && last.Operation.Sync != nil && last.Operation.Sync.DryRun {
+		last = nil // a dry run changed nothing: it does not count as a sync of its commit
+	}
+	if !actionable(c, p.Automated.Prune) {
+		return nil, 0 // only objects that may not be pruned differ: a sync would change nothing
+	}
 	if last != nil && last.SyncResult != nil && last.SyncResult.Revision == c.commit {
 		if last.Phase != navarchv1.OperationSucceeded {
 			return nil, 0 // a failed sync of this commit is retried by the retry policy only
@@ -205,6 +222,20 @@ func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, r
 		Sync:        &navarchv1.SyncOperation{Revision: c.commit, Prune: p.Automated.Prune},
 		InitiatedBy: navarchv1.OperationInitiator{Automated: true},
 	}, 0
+}
+
+// actionable reports whether a sync would change something: a desired object differs, or an
+// object to prune may be pruned.
+func actionable(c *comparison, prune bool) bool {
+	for _, r := range c.resources {
+		if r.status != navarchv1.SyncStatusOutOfSync {
+			continue
+		}
+		if !r.prune || (prune && !r.options.off("Prune")) {
+			return true
+		}
+	}
+	return false
 }
 
 // startOperation records a new running operation at commit.

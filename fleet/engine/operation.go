@@ -13,6 +13,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/diff"
 	"github.com/navarch-io/navarch/fleet/health"
 )
 
@@ -201,15 +202,21 @@ func (e *Engine) applyTask(ctx context.Context, app *navarchv1.Application, remo
 	if r.live != nil && r.options.on("RespectIgnoreDifferences") {
 		ig, err := compileIgnore(app)
 		if err != nil {
-			return "", err
+			return "", &PermanentError{err}
 		}
 		desired = desired.DeepCopy()
 		if err := ig.RespectLive(desired, r.live); err != nil {
-			return "", err
+			return "", &PermanentError{err}
 		}
 	}
-	if _, err := e.apply(ctx, remote, r, desired); err != nil {
+	out, err := e.apply(ctx, remote, r, desired)
+	if err != nil {
 		return "", err
+	}
+	if desired == r.obj {
+		// What the server returned is what the watch will deliver: remember it as in sync, so
+		// the next comparison costs no dry run.
+		e.dryRuns.put(remote.Name+"/"+r.key(), diff.Hash(r.obj), diff.Hash(out), ignoreKey(app.Spec.IgnoreDifferences), diff.Result{Equal: true})
 	}
 	e.record(app.Status.OperationState, r, navarchv1.ResultSynced, "applied")
 	return "", nil
@@ -254,17 +261,18 @@ func (e *Engine) createNamespace(ctx context.Context, remote *clustercache.Remot
 		return err
 	}
 	client := remote.Resource(m, "")
-	if _, err := client.Get(ctx, name, metav1.GetOptions{}); err == nil {
-		return nil
-	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
-	if _, err := client.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !isAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", name, err)
+	_, err = client.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil || isAlreadyExists(err) {
+		return nil
 	}
-	return nil
+	if _, getErr := client.Get(ctx, name, metav1.GetOptions{}); getErr == nil {
+		return nil // not allowed to create namespaces, but this one exists
+	}
+	return fmt.Errorf("create namespace %s: %w", name, err)
 }
 
 // done reports whether the operation already ran r's task.

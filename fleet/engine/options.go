@@ -35,8 +35,8 @@ func (o syncOptions) withAnnotation(obj *unstructured.Unstructured) syncOptions 
 		out[k] = v
 	}
 	for item := range strings.SplitSeq(value, ",") {
-		name, v, _ := strings.Cut(strings.TrimSpace(item), "=")
-		if name != "" {
+		name, v, _ := strings.Cut(item, "=")
+		if name = strings.TrimSpace(name); name != "" {
 			out[name] = strings.TrimSpace(v)
 		}
 	}

@@ -54,6 +54,7 @@ func applyOrder(a, b *resource) int {
 		cmp.Compare(a.wave, b.wave),
 		cmp.Compare(kindRank(a.ref.Kind), kindRank(b.ref.Kind)),
 		cmp.Compare(a.ref.Kind, b.ref.Kind),
+		cmp.Compare(a.ref.Group, b.ref.Group),
 		cmp.Compare(a.ref.Namespace, b.ref.Namespace),
 		cmp.Compare(a.ref.Name, b.ref.Name),
 	)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/lru"
 
@@ -33,6 +34,7 @@ type Fetcher struct {
 	pollInterval time.Duration
 	now          func() time.Time
 
+	lookups  singleflight.Group
 	mu       sync.Mutex
 	resolved map[resolveKey]resolution
 	rendered *lru.Cache // renderKey → []*unstructured.Unstructured
@@ -130,14 +132,21 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 	if ok && !refresh && now.Sub(r.at) < f.pollInterval {
 		return r.commit, f.pollInterval - now.Sub(r.at), nil
 	}
-	commit, err := f.git.Resolve(ctx, url, revision, creds)
+	// Every Application of a repository asks at about the same time: one lookup answers all.
+	v, err, _ := f.lookups.Do(url+"\x00"+revision, func() (any, error) {
+		commit, err := f.git.Resolve(ctx, url, revision, creds)
+		if err != nil {
+			return "", err
+		}
+		f.mu.Lock()
+		f.resolved[key] = resolution{commit: commit, at: now}
+		f.mu.Unlock()
+		return commit, nil
+	})
 	if err != nil {
 		return "", 0, err
 	}
-	f.mu.Lock()
-	f.resolved[key] = resolution{commit: commit, at: now}
-	f.mu.Unlock()
-	return commit, f.pollInterval, nil
+	return v.(string), f.pollInterval, nil
 }
 
 // renderKey identifies a rendering: the commit and every source option that affects it.

@@ -134,10 +134,13 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 			return 50 * time.Millisecond, nil // the cache has not seen our last write yet
 		}
 	}
-	// Routed elsewhere meanwhile (the router queued it there), or the cluster is down (the
-	// router reports it and requeues on recovery): nothing to do here.
-	if name, err := r.destination(ctx, app); err != nil || name != remote.Name || remote.Ready() != nil {
-		return 0, nil //nolint:nilerr // see above
+	if name, err := r.destination(ctx, app); err != nil || name != remote.Name {
+		return 0, nil //nolint:nilerr // routed elsewhere meanwhile: the router queued it there
+	}
+	if remote.Ready() != nil {
+		// The cluster is down (the router reports it). Look again soon: events that arrive
+		// meanwhile must not be lost when the cluster answers again.
+		return 5 * time.Second, nil //nolint:nilerr // the router reports the cluster's error
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("application", klog.KObj(app), "cluster", remote.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -148,12 +151,9 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	before := app.Status.DeepCopy()
 	_, refresh := app.Annotations[navarchv1.AnnotationRefresh]
 	res, err := r.Engine.Reconcile(ctx, app, remote, refresh)
-	if err != nil {
-		return 0, err
-	}
 	app.Status.ObservedGeneration = app.Generation
-	if err := r.patchStatus(ctx, app, before); err != nil {
-		return 0, err
+	if err := errors.Join(err, r.patchStatus(ctx, app, before)); err != nil {
+		return 0, err // a step that hit a transient error is saved, then retried with backoff
 	}
 	if res.ClearOperation || refresh {
 		patch := client.MergeFrom(app.DeepCopy())
