@@ -41,11 +41,12 @@ const (
 	componentBurst = "400"
 )
 
-// nodeCapacity is what each fake node offers.
+// nodeCapacity is what each fake node offers. Pods cost nothing on a fake node, so it takes
+// far more than a kubelet's default 110: benchmarks run hundreds of Deployments per cluster.
 var nodeCapacity = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("32"),
-	corev1.ResourceMemory: resource.MustParse("256Gi"),
-	corev1.ResourcePods:   resource.MustParse("110"),
+	corev1.ResourceCPU:    resource.MustParse("256"),
+	corev1.ResourceMemory: resource.MustParse("1Ti"),
+	corev1.ResourcePods:   resource.MustParse("2000"),
 }
 
 // startWorkloads starts kube-controller-manager, kube-scheduler and kwok, creates the fake

@@ -1,0 +1,235 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// benchObjects are the 4 objects of each benchmark Application.
+var benchObjects = []string{
+	webConfigMap,
+	"apiVersion: v1\nkind: Secret\nmetadata: {name: web}\nstringData: {token: not-a-secret}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n",
+	`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: registry.example.com/web:v1}]}
+`,
+}
+
+// BenchmarkSync200Applications measures the sync throughput budget of DESIGN.md (run once:
+// -benchtime=1x): 200 Applications of 4 objects each, half on cluster east and half on west,
+// from creation until every one is Synced and Healthy (navarch-s), against a bare client-go
+// server-side-apply loop applying the same 800 objects to the same apiservers with the same
+// per-cluster concurrency and then waiting for the same Deployments to become available
+// (bare-s). ratio = bare-s / navarch-s (goal ≥ 0.5). heap-MB is the test process's live heap
+// after a GC once everything is synced: the controller, its watch caches and the benchmark's
+// own clients.
+func BenchmarkSync200Applications(b *testing.B) {
+	apps := 200
+	if n, err := strconv.Atoi(os.Getenv("NAVARCH_BENCH_APPS")); err == nil {
+		apps = n // a smaller run while developing
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		run := fmt.Sprintf("%d", time.Now().UnixNano()%100000)
+		bare := bareApply(b, apps, "bare-"+run)
+
+		ns := "bench-" + run
+		if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+		files := map[string]string{}
+		for i, o := range benchObjects {
+			files[fmt.Sprintf("app/%d.yaml", i)] = o
+		}
+		url := benchRepo(b, "bench-"+run, files)
+		start := time.Now()
+		// Applications are created by 16 writers, as an ApplicationSet would.
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 16 {
+			wg.Go(func() {
+				for i := range next {
+					cluster := []string{"east", "west"}[i%2]
+					app := &navarchv1.Application{}
+					if err := yaml.Unmarshal(fmt.Appendf(nil, `
+metadata: {name: app-%d, namespace: %s}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: app}
+  destination: {name: %s, namespace: %s-%d}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+`, i, ns, url, cluster, ns, i), app); err != nil {
+						b.Error(err)
+						continue
+					}
+					if err := mgmt.Create(ctx, app); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		for i := range apps {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		synced := waitAllSynced(b, ns, apps)
+		took := time.Since(start)
+
+		runtime.GC()
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		b.ReportMetric(bare.Seconds(), "bare-s")
+		b.ReportMetric(took.Seconds(), "navarch-s")
+		b.ReportMetric(synced.Seconds(), "synced-s")
+		b.ReportMetric(bare.Seconds()/took.Seconds(), "ratio")
+		b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MB")
+	}
+}
+
+// bareApply server-side applies the benchmark's objects for n Applications with client-go's
+// dynamic client, 8 writers per cluster like navarch's default per-cluster workers, then waits
+// until every Deployment is available.
+func bareApply(b *testing.B, n int, prefix string) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	var objs []*unstructured.Unstructured
+	for _, y := range benchObjects {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+			b.Fatal(err)
+		}
+		objs = append(objs, u)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c, name := range []string{"east", "west"} {
+		cl := workloads[name].client
+		work := make(chan int)
+		for range 8 {
+			wg.Go(func() {
+				for i := range work {
+					ns := fmt.Sprintf("%s-%d", prefix, i)
+					if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+						b.Error(err)
+						return
+					}
+					for _, o := range objs {
+						o := o.DeepCopy()
+						o.SetNamespace(ns)
+						data, _ := json.Marshal(o.Object)
+						if err := cl.Patch(ctx, o, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner("bare"), client.ForceOwnership); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+		go func() {
+			for i := c; i < n; i += 2 {
+				work <- i
+			}
+			close(work)
+		}()
+	}
+	wg.Wait()
+	for c, name := range []string{"east", "west"} {
+		cl := workloads[name].client
+		for i := c; i < n; i += 2 {
+			key := client.ObjectKey{Namespace: fmt.Sprintf("%s-%d", prefix, i), Name: "web"}
+			deadline := time.Now().Add(5 * time.Minute)
+			for {
+				d := &appsv1.Deployment{}
+				if err := cl.Get(ctx, key, d); err == nil && d.Status.AvailableReplicas == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("bare: Deployment %s not available after 5m", key)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	return time.Since(start)
+}
+
+// waitAllSynced waits until n Applications in ns are Synced and Healthy; it returns when they
+// were all Synced (before being Healthy too).
+func waitAllSynced(b *testing.B, ns string, n int) time.Duration {
+	b.Helper()
+	start := time.Now()
+	var synced time.Duration
+	var stuck *navarchv1.Application
+	deadline := start.Add(150 * time.Second)
+	for time.Now().Before(deadline) {
+		var list navarchv1.ApplicationList
+		if err := mgmt.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		nSynced, nHealthy := 0, 0
+		for i := range list.Items {
+			a := &list.Items[i]
+			if a.Status.Sync.Status == navarchv1.SyncStatusSynced {
+				nSynced++
+				if syncedAndHealthy(a) {
+					nHealthy++
+					continue
+				}
+			}
+			stuck = a
+		}
+		if nSynced == n && synced == 0 {
+			synced = time.Since(start)
+		}
+		if nHealthy == n {
+			return synced
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	d := &appsv1.Deployment{}
+	err := workloads[stuck.Spec.Destination.Name].client.Get(context.Background(), client.ObjectKey{Namespace: stuck.Spec.Destination.Namespace, Name: "web"}, d)
+	dj, _ := json.Marshal(d.Status)
+	c := &navarchv1.Cluster{}
+	_ = mgmt.Get(context.Background(), client.ObjectKey{Name: stuck.Spec.Destination.Name}, c)
+	cj, _ := json.Marshal(c.Status)
+	b.Fatalf("not every Application is Synced and Healthy after 150s; %s/%s: %s\nlive Deployment (%v): %s\ncluster: %s",
+		stuck.Namespace, stuck.Name, describe(stuck), err, dj, cj)
+	return 0
+}
+
+// benchRepo creates a Git repository for a benchmark run.
+func benchRepo(b *testing.B, name string, files map[string]string) string {
+	b.Helper()
+	src := b.TempDir()
+	for path, content := range files {
+		writeFile(b, src, path, content)
+	}
+	if _, err := git.CreateRepo(name, src); err != nil {
+		b.Fatal(err)
+	}
+	return git.RepoURL(name)
+}
