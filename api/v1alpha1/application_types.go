@@ -318,11 +318,18 @@ type ResourceIgnoreDifferences struct {
 	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
 }
 
-// Operation is a requested operation on an Application. Only sync exists today.
+// Operation is a requested operation on an Application: a sync, or a rollback to an entry of
+// status.history.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.sync) != has(self.rollback)",message="exactly one of sync and rollback must be set"
 type Operation struct {
 	// sync requests a sync.
-	// +required
-	Sync *SyncOperation `json:"sync"`
+	// +optional
+	Sync *SyncOperation `json:"sync,omitempty"`
+	// rollback syncs the commit and source of a history entry and pauses automated sync (the
+	// navarch.io/automated-sync-paused annotation) until the annotation is removed.
+	// +optional
+	Rollback *RollbackOperation `json:"rollback,omitempty"`
 	// initiatedBy records who asked for the operation.
 	// +optional
 	InitiatedBy OperationInitiator `json:"initiatedBy,omitempty"`
@@ -336,6 +343,9 @@ type SyncOperation struct {
 	// revision to sync to; empty means the source's targetRevision.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// source to sync instead of spec.source, e.g. the source of a history entry.
+	// +optional
+	Source *ApplicationSource `json:"source,omitempty"`
 	// prune deletes resources that are no longer in Git.
 	// +optional
 	Prune bool `json:"prune,omitempty"`
@@ -367,6 +377,14 @@ type SyncOperationResource struct {
 	// namespace of the resource.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// RollbackOperation names the history entry to roll back to.
+type RollbackOperation struct {
+	// id of the entry in status.history.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	ID int64 `json:"id"`
 }
 
 // OperationInitiator records who started an operation.
@@ -565,6 +583,17 @@ type OperationState struct {
 	// nextRetryAt is when the next retry starts, while the operation waits to retry.
 	// +optional
 	NextRetryAt *metav1.Time `json:"nextRetryAt,omitempty"`
+	// id identifies the current attempt of the operation. Hook instances carry it (annotation
+	// navarch.io/operation), and hooks with generateName are named with it, so that a
+	// restarted controller recognises the hooks it already created.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ID string `json:"id,omitempty"`
+	// failure is the error that failed the current attempt. It is set while the SyncFail hooks
+	// run, before the operation is marked Failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Failure string `json:"failure,omitempty"`
 }
 
 // SyncOperationResult is the result of a sync operation.

@@ -75,8 +75,25 @@ const (
 	ArgoAnnotationCompareOptions   = "argocd.argoproj.io/compare-options"
 
 	// LabelApplicationSet is set on every generated Application to its ApplicationSet's name.
+	// AnnotationOperation marks a hook instance with the id of the operation attempt that
+	// created it.
+	AnnotationOperation = "navarch.io/operation"
+	// AnnotationTerminateOperation on an Application asks the controller to terminate its
+	// running operation.
+	AnnotationTerminateOperation = "navarch.io/terminate-operation"
+	// AnnotationAutomatedSyncPaused on an Application pauses its automated sync; a rollback
+	// sets it, and removing it re-enables automated sync.
+	AnnotationAutomatedSyncPaused = "navarch.io/automated-sync-paused"
+	// AnnotationPruneConfirmed on an Application confirms the prune of resources marked
+	// Prune=confirm in the running operation.
+	AnnotationPruneConfirmed = "navarch.io/prune-confirmed"
+
 	LabelApplicationSet = "navarch.io/applicationset"
 
 	// FinalizerResources makes deleting an Application delete its resources first.
 	FinalizerResources = "navarch.io/resources-finalizer"
+
+	// FinalizerHook keeps a hook instance until navarch has recorded its outcome, so that
+	// ttlSecondsAfterFinished or a garbage collector cannot remove it first.
+	FinalizerHook = "navarch.io/hook-finalizer"
 )

@@ -37,9 +37,10 @@ type resource struct {
 	dryRunErr        error // the server refused the desired object
 	missingNamespace bool  // the object's namespace does not exist (yet)
 	health           *navarchv1.HealthStatus
-	prune            bool   // tracked and live, but no longer in Git
-	sharedWith       string // the other Application tracking the live object
-	compareError     string // why the comparison failed, for the ComparisonError condition
+	prune            bool      // tracked and live, but no longer in Git
+	sharedWith       string    // the other Application tracking the live object
+	hook             *hookSpec // set for hooks
+	compareError     string    // why the comparison failed, for the ComparisonError condition
 }
 
 func (r *resource) key() string {
@@ -58,6 +59,7 @@ const compareConcurrency = 8
 type comparison struct {
 	commit    string
 	resources []*resource // desired ones first, then ones to prune
+	hooks     []*resource // hooks, not compared
 	sync      navarchv1.SyncStatusCode
 	health    navarchv1.HealthStatus
 	errors    []string // comparison problems for the ComparisonError condition
@@ -105,14 +107,20 @@ func (c *dryRunCache) forget(key string) {
 
 // prepare turns rendered objects into desired resources: namespace defaulted (or cleared for
 // cluster-scoped kinds), tracking annotation and watch label set, mapping resolved.
-func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote, objs []*unstructured.Unstructured, opts syncOptions) ([]*resource, error) {
+//
+// Hooks come back separately: sync operations run them, comparisons ignore them. Their
+// tracking id is set when an operation names their instance.
+func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote, objs []*unstructured.Unstructured, opts syncOptions) (desired, hooks []*resource, err error) {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	crdScopes := crdScopes(objs)
 	seen := map[string]bool{}
-	out := make([]*resource, 0, len(objs))
+	desired = make([]*resource, 0, len(objs))
 	for _, src := range objs {
+		var spec *hookSpec
 		if isHook(src) {
-			continue // hooks are run by sync operations, not compared
+			if spec = parseHook(src); len(spec.phases) == 0 {
+				continue // Skip: never applied
+			}
 		}
 		obj := src.DeepCopy()
 		gvk := obj.GroupVersionKind()
@@ -135,16 +143,6 @@ func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote
 			obj.SetNamespace("")
 		}
 		r.ref = refOf(obj)
-		if seen[r.key()] {
-			return nil, fmt.Errorf("%s %s is rendered twice", gvk.Kind, objName(obj))
-		}
-		seen[r.key()] = true
-		annotations := obj.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[navarchv1.AnnotationTrackingID] = clustercache.TrackingID(appKey, obj)
-		obj.SetAnnotations(annotations)
 		labels := obj.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -153,9 +151,28 @@ func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote
 		obj.SetLabels(labels)
 		r.wave = waveOf(r)
 		r.options = opts.withAnnotation(obj)
-		out = append(out, r)
+		if spec != nil {
+			r.hook = spec
+			hooks = append(hooks, r)
+			continue
+		}
+		if seen[r.key()] {
+			return nil, nil, fmt.Errorf("%s %s is rendered twice", gvk.Kind, objName(obj))
+		}
+		seen[r.key()] = true
+		setAnnotation(obj, navarchv1.AnnotationTrackingID, clustercache.TrackingID(appKey, obj))
+		desired = append(desired, r)
 	}
-	return out, nil
+	return desired, hooks, nil
+}
+
+func setAnnotation(obj *unstructured.Unstructured, key, value string) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	obj.SetAnnotations(annotations)
 }
 
 // crdScopes maps the kinds defined by CustomResourceDefinitions among objs to their scope.

@@ -15,6 +15,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,9 @@ type Result struct {
 	// ClearOperation asks the caller to remove the Application's `operation` field: the
 	// operation it requested has started.
 	ClearOperation bool
+	// Annotations asks the caller to set (non-empty value) or remove (empty value)
+	// annotations of the Application.
+	Annotations map[string]string
 }
 
 // Reconcile compares app with the cluster behind remote, records the comparison in
@@ -86,39 +90,35 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 	}
 	res.RequeueAfter = manifests.NextPoll
 	opts := e.syncOptions(app)
-	desired, err := e.prepare(app, remote, manifests.Objects, opts)
+	desired, hooks, err := e.prepare(app, remote, manifests.Objects, opts)
 	if err != nil {
 		e.comparisonFailed(app, err)
 		return res, nil
 	}
 	cmp := e.compare(ctx, app, remote, desired, ig, opts)
-	cmp.commit = manifests.Commit
+	cmp.commit, cmp.hooks = manifests.Commit, hooks
 	e.recordComparison(app, cmp)
 
 	// Start an operation: asked for, or automated.
 	if app.Operation != nil {
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
-			commit := manifests.Commit
-			if rev := app.Operation.Sync; rev != nil && rev.Revision != "" && rev.Revision != commit {
-				at, err := e.opts.Source.Fetch(ctx, app.Spec.Source, rev.Revision, false)
-				if err != nil {
-					e.startOperation(app, *app.Operation, "")
-					e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.sync.revision %q: %v", rev.Revision, err))
-					return res, nil
-				}
-				commit = at.Commit
+			if pause := e.startRequested(ctx, app, manifests.Commit); pause != "" {
+				res.Annotations = map[string]string{navarchv1.AnnotationAutomatedSyncPaused: pause}
 			}
-			e.startOperation(app, *app.Operation, commit)
 		}
-	} else if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
-		e.startOperation(app, *op, manifests.Commit)
-	} else if wait > 0 {
-		res.RequeueAfter = min(res.RequeueAfter, wait)
+	} else {
+		e.supersede(app, cmp)
+		if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
+			e.startOperation(app, *op, manifests.Commit)
+		} else if wait > 0 {
+			res.RequeueAfter = min(res.RequeueAfter, wait)
+		}
 	}
 
-	if os := st.OperationState; os != nil && os.Phase == navarchv1.OperationRunning {
-		after, err := e.runOperation(ctx, app, remote, cmp, manifests.Commit)
+	if state := st.OperationState; state != nil && state.Phase == navarchv1.OperationRunning {
+		_, terminate := app.Annotations[navarchv1.AnnotationTerminateOperation]
+		after, err := e.runOperation(ctx, app, remote, cmp, manifests.Commit, terminate)
 		if err != nil {
 			return res, err
 		}
@@ -126,7 +126,69 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 			res.RequeueAfter = min(res.RequeueAfter, after)
 		}
 	}
+	if _, ok := app.Annotations[navarchv1.AnnotationTerminateOperation]; ok {
+		if res.Annotations == nil {
+			res.Annotations = map[string]string{}
+		}
+		res.Annotations[navarchv1.AnnotationTerminateOperation] = "" // handled, or nothing to terminate
+	}
+	if state := st.OperationState; state != nil && state.Phase != navarchv1.OperationRunning {
+		if _, ok := app.Annotations[navarchv1.AnnotationPruneConfirmed]; ok {
+			if res.Annotations == nil {
+				res.Annotations = map[string]string{}
+			}
+			res.Annotations[navarchv1.AnnotationPruneConfirmed] = "" // a confirmation holds for one operation
+		}
+	}
+	setReady(app)
 	return res, nil
+}
+
+// startRequested starts the operation of app.operation: a sync (of spec.source at the
+// compared commit, or of an explicit revision or source), or a rollback to a history entry.
+// For a rollback it returns the value of the annotation that pauses automated sync.
+func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application, commit string) (pause string) {
+	op := *app.Operation
+	if rb := op.Rollback; rb != nil {
+		i := slices.IndexFunc(app.Status.History, func(h navarchv1.RevisionHistory) bool { return h.ID == rb.ID })
+		if i < 0 {
+			e.startOperation(app, op, "")
+			e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.rollback.id: no history entry %d", rb.ID))
+			return ""
+		}
+		h := app.Status.History[i]
+		op.Sync = &navarchv1.SyncOperation{Revision: h.Revision, Source: new(h.Source)}
+		pause = fmt.Sprintf("rolled back to history entry %d (%s); remove this annotation to resume automated sync", h.ID, shortCommit(h.Revision))
+	}
+	if op.Sync == nil {
+		op.Sync = &navarchv1.SyncOperation{}
+	}
+	if rev := op.Sync.Revision; rev != "" || op.Sync.Source != nil {
+		src := app.Spec.Source
+		if op.Sync.Source != nil {
+			src = *op.Sync.Source
+		}
+		at, err := e.opts.Source.Fetch(ctx, src, rev, false)
+		if err != nil {
+			e.startOperation(app, op, "")
+			e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.sync.revision %q: %v", rev, err))
+			return ""
+		}
+		commit = at.Commit
+	}
+	e.startOperation(app, op, commit)
+	return pause
+}
+
+// supersede ends an automated operation that waits to retry an older commit once a newer one
+// is compared: the newer commit gets its own operation.
+func (e *Engine) supersede(app *navarchv1.Application, c *comparison) {
+	state := app.Status.OperationState
+	if state == nil || state.Phase != navarchv1.OperationRunning || state.NextRetryAt == nil ||
+		!state.Operation.InitiatedBy.Automated || state.SyncResult.Revision == c.commit {
+		return
+	}
+	e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("superseded by commit %s; last error: %s", shortCommit(c.commit), state.Message))
 }
 
 // syncOptions are the Application's sync options.
@@ -187,6 +249,9 @@ func (e *Engine) recordComparison(app *navarchv1.Application, c *comparison) {
 func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, rendered []*unstructured.Unstructured) (*navarchv1.Operation, time.Duration) {
 	p := app.Spec.SyncPolicy
 	if p == nil || p.Automated == nil || c.sync != navarchv1.SyncStatusOutOfSync || len(c.errors) > 0 {
+		return nil, 0
+	}
+	if _, paused := app.Annotations[navarchv1.AnnotationAutomatedSyncPaused]; paused {
 		return nil, 0
 	}
 	last := app.Status.OperationState

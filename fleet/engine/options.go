@@ -60,9 +60,3 @@ func annotation(obj *unstructured.Unstructured, names ...string) string {
 	}
 	return ""
 }
-
-// isHook reports whether obj is a hook (navarch.io/hook, argocd.argoproj.io/hook or
-// helm.sh/hook): hooks run during sync operations and are not part of the compared state.
-func isHook(obj *unstructured.Unstructured) bool {
-	return annotation(obj, navarchv1.AnnotationHook, navarchv1.ArgoAnnotationHook, "helm.sh/hook") != ""
-}

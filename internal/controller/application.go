@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
@@ -31,6 +33,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=navarch.io,resources=applications/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // ReasonClusterUnavailable is the Ready reason of an Application whose destination cluster is
 // not registered or does not answer.
@@ -44,6 +47,8 @@ type ApplicationReconciler struct {
 	Client   client.Client
 	Clusters *clustercache.Cache
 	Engine   *engine.Engine
+	// Events records operation transitions as Kubernetes Events; optional.
+	Events recorder.EventRecorder
 
 	// written remembers the resourceVersion of each Application's last status write, so a
 	// worker never acts on a cached copy older than its own last write.
@@ -155,15 +160,63 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	if err := errors.Join(err, r.patchStatus(ctx, app, before)); err != nil {
 		return 0, err // a step that hit a transient error is saved, then retried with backoff
 	}
-	if res.ClearOperation || refresh {
+	r.observe(app, before.OperationState, app.Status.OperationState)
+	if res.ClearOperation || refresh || len(res.Annotations) > 0 {
 		patch := client.MergeFrom(app.DeepCopy())
-		app.Operation = nil
+		if res.ClearOperation {
+			app.Operation = nil
+		}
 		delete(app.Annotations, navarchv1.AnnotationRefresh)
+		for k, v := range res.Annotations {
+			if v == "" {
+				delete(app.Annotations, k)
+			} else {
+				if app.Annotations == nil {
+					app.Annotations = map[string]string{}
+				}
+				app.Annotations[k] = v
+			}
+		}
 		if err := r.Client.Patch(ctx, app, patch); err != nil {
-			return 0, fmt.Errorf("clear the operation of %s: %w", key, err)
+			return 0, fmt.Errorf("update the operation and annotations of %s: %w", key, err)
 		}
 	}
 	return res.RequeueAfter, nil
+}
+
+// observe turns operation transitions into Kubernetes Events and metrics.
+func (r *ApplicationReconciler) observe(app *navarchv1.Application, before, after *navarchv1.OperationState) {
+	if after == nil {
+		return
+	}
+	event := func(typ, reason, msg string) {
+		if r.Events != nil {
+			r.Events.Eventf(app, nil, typ, reason, "Sync", "%s", truncate(msg, 1024))
+		}
+	}
+	started := before == nil || !before.StartedAt.Equal(&after.StartedAt)
+	if started {
+		who := "automated sync"
+		if u := after.Operation.InitiatedBy.Username; u != "" {
+			who = u
+		}
+		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %.8s started by %s", after.SyncResult.Revision, who))
+	}
+	if !started && after.RetryCount > before.RetryCount {
+		event(corev1.EventTypeWarning, "OperationRetrying", after.Message)
+	}
+	if after.Phase == navarchv1.OperationRunning || (!started && before.Phase == after.Phase) {
+		return
+	}
+	if after.Phase == navarchv1.OperationSucceeded {
+		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %.8s: %s", after.SyncResult.Revision, after.Message))
+	} else {
+		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), after.Message)
+	}
+	operationResults.WithLabelValues(string(after.Phase)).Inc()
+	if after.FinishedAt != nil {
+		operationDuration.WithLabelValues(string(after.Phase)).Observe(after.FinishedAt.Sub(after.StartedAt.Time).Seconds())
+	}
 }
 
 // finalize deletes a deleted Application's resources, then lets it go.

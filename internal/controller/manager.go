@@ -167,6 +167,7 @@ func Run(ctx context.Context, opts Options) error {
 	apps := &ApplicationReconciler{
 		Client: mgr.GetClient(),
 		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff}),
+		Events: mgr.GetEventRecorder("navarch"),
 	}
 	apps.Clusters = clustercache.New(ctx, clustercache.Options{
 		InCluster: cfg,

@@ -19,8 +19,17 @@ var (
 		Name: "navarch_applicationset_generator_errors_total",
 		Help: "Failed generation passes, by type (GeneratorError, TemplateError).",
 	}, []string{"type"})
+	operationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "navarch_application_operation_duration_seconds",
+		Help:    "Duration of finished sync operations, retries and waits included, by phase.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
+	}, []string{"phase"})
+	operationResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "navarch_application_operations_total",
+		Help: "Finished sync operations, by phase (Succeeded, Failed).",
+	}, []string{"phase"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, applicationsPerSet, generatorErrors)
+	metrics.Registry.MustRegister(reconcileDuration, applicationsPerSet, generatorErrors, operationDuration, operationResults)
 }
