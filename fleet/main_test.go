@@ -99,21 +99,46 @@ func runMain(m *testing.M) int {
 	// Errors only: the tests provoke failures on purpose (outages, bad manifests).
 	logger := zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr))
 	ctrl.SetLogger(logger)
-	done := make(chan error, 1)
-	go func() {
-		done <- controller.Run(ctx, controller.Options{
-			Config: clusters[0].RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", Logger: logger,
-			ErrorRequeue: time.Second, ClusterProbeInterval: time.Second, GitPollInterval: time.Second,
-			SelfHealBackoff: 500 * time.Millisecond,
-		})
-	}()
+	controllerOptions = controller.Options{
+		Config: clusters[0].RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", Logger: logger,
+		ErrorRequeue: time.Second, ClusterProbeInterval: time.Second, GitPollInterval: time.Second,
+		SelfHealBackoff: 500 * time.Millisecond,
+	}
+	startController()
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stopController(); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		return 1
 	}
 	return code
+}
+
+// The controller runs in the test process, through controller.Run; tests may restart it.
+var (
+	controllerOptions controller.Options
+	controllerStop    context.CancelFunc
+	controllerDone    chan error
+)
+
+func startController() {
+	ctx, cancel := context.WithCancel(context.Background())
+	controllerStop, controllerDone = cancel, make(chan error, 1)
+	go func() { controllerDone <- controller.Run(ctx, controllerOptions) }()
+}
+
+func stopController() error {
+	controllerStop()
+	return <-controllerDone
+}
+
+// restartController stops the controller, as a crash or a rollout would, and starts a new
+// one with empty caches.
+func restartController(t *testing.T) {
+	t.Helper()
+	if err := stopController(); err != nil {
+		t.Fatalf("stop the controller: %v", err)
+	}
+	startController()
 }
 
 // register adds a workload cluster to the management cluster as a kubeconfig Secret and a

@@ -321,12 +321,13 @@ type ResourceIgnoreDifferences struct {
 // Operation is a requested operation on an Application: a sync, or a rollback to an entry of
 // status.history.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.sync) != has(self.rollback)",message="exactly one of sync and rollback must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.sync) || has(self.rollback)",message="one of sync and rollback must be set"
 type Operation struct {
 	// sync requests a sync.
 	// +optional
 	Sync *SyncOperation `json:"sync,omitempty"`
-	// rollback syncs the commit and source of a history entry and pauses automated sync (the
+	// rollback syncs the commit and source of a history entry (it wins over sync when both are
+	// set; the recorded operation holds both) and pauses automated sync (the
 	// navarch.io/automated-sync-paused annotation) until the annotation is removed.
 	// +optional
 	Rollback *RollbackOperation `json:"rollback,omitempty"`

@@ -104,7 +104,7 @@ func buildPlan(app *navarchv1.Application, apply, prune, hooks []*resource, opID
 		}
 		p.groups[len(p.groups)-1] = append(p.groups[len(p.groups)-1], t)
 	}
-	p.all = append(tasks, p.syncFail...)
+	p.all = append(slices.Clone(tasks), p.syncFail...)
 	return p
 }
 
@@ -187,6 +187,25 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 		return e.runSyncFail(ctx, app, remote, p)
 	}
 
+	// The destination namespace comes first, so that the objects in it can be dry-run.
+	needsNamespace := len(apply) == 0 // nothing compared tells whether it exists
+	for _, r := range apply {
+		needsNamespace = needsNamespace || (r.missingNamespace && r.ref.Namespace == app.Spec.Destination.Namespace)
+	}
+	if opts.on("CreateNamespace") && needsNamespace && !sync.DryRun {
+		created, err := e.createNamespace(ctx, remote, app.Spec.Destination.Namespace)
+		if transient(err) {
+			return 0, err
+		}
+		if err != nil {
+			return 0, e.fail(ctx, app, remote, p, err.Error())
+		}
+		if created {
+			state.Message = fmt.Sprintf("created namespace %s", app.Spec.Destination.Namespace)
+			return 10 * time.Millisecond, nil // compare again, now that the namespace exists
+		}
+	}
+
 	// Every step checks what is left of the plan before applying any of it, so a plan that
 	// cannot succeed fails before anything is applied.
 	var pending []*resource
@@ -200,8 +219,11 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 		msg = strings.TrimPrefix(strings.Join([]string{msg, hookMsg}, "; "), "; ")
 	}
 	if msg != "" {
-		if !strings.HasPrefix(msg, "nothing was applied") {
+		msg = strings.TrimPrefix(msg, "nothing was applied: ")
+		if len(state.SyncResult.Resources) == 0 {
 			msg = "nothing was applied: " + msg
+		} else {
+			msg = "stopped before applying the rest: " + msg
 		}
 		return 0, e.fail(ctx, app, remote, p, msg)
 	}
@@ -209,15 +231,6 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 		e.finish(app, navarchv1.OperationSucceeded, "dry run: the server accepts every object")
 		return 0, nil
 	}
-	if opts.on("CreateNamespace") {
-		if err := e.createNamespace(ctx, remote, app.Spec.Destination.Namespace); err != nil {
-			if transient(err) {
-				return 0, err
-			}
-			return 0, e.fail(ctx, app, remote, p, err.Error())
-		}
-	}
-
 	for gi, group := range p.groups {
 		running := ""
 		for _, t := range group {
@@ -638,28 +651,32 @@ func (e *Engine) waveHealth(ctx context.Context, remote *clustercache.Remote, wa
 	return "", false
 }
 
-// createNamespace creates the destination namespace if it does not exist (CreateNamespace).
-func (e *Engine) createNamespace(ctx context.Context, remote *clustercache.Remote, name string) error {
+// createNamespace creates the destination namespace if it does not exist (CreateNamespace),
+// and reports whether it did.
+func (e *Engine) createNamespace(ctx context.Context, remote *clustercache.Remote, name string) (bool, error) {
 	if name == "" {
-		return nil
+		return false, nil
 	}
 	m, err := remote.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
 	if err != nil {
-		return err
+		return false, err
 	}
 	client := remote.Resource(m, "")
+	if _, err := client.Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return false, nil
+	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
 	_, err = client.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
-	if err == nil || isAlreadyExists(err) {
-		return nil
+	if isAlreadyExists(err) {
+		return false, nil
 	}
-	if _, getErr := client.Get(ctx, name, metav1.GetOptions{}); getErr == nil {
-		return nil // not allowed to create namespaces, but this one exists
+	if err != nil {
+		return false, fmt.Errorf("create namespace %s: %w", name, err)
 	}
-	return fmt.Errorf("create namespace %s: %w", name, err)
+	return true, nil
 }
 
 // addHistory appends a successful sync to status.history, keeping revisionHistoryLimit entries.

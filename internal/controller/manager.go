@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -136,6 +137,9 @@ func Run(ctx context.Context, opts Options) error {
 		LeaderElectionID:        "navarch-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// Run may be called again in one process (tests restart the controller); controller
+		// names are unique within each manager anyway.
+		Controller: config.Controller{SkipNameValidation: new(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
