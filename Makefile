@@ -98,6 +98,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 2m each).
 bench: k8s ## Run the performance benchmarks (DESIGN.md budgets); results go in bench/RESULTS.md.
 	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./internal/controller/
+	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/
 
 .PHONY: demo
 demo: git k8s build ## Bring up a local fleet: a management cluster and three workload clusters.
