@@ -45,7 +45,7 @@ func hookJob(generateName, phase, policy string, podAnnotations map[string]strin
 }
 
 // deployment is Deployment "web" in wave 0.
-func deployment(podAnnotations map[string]string) string {
+func deployment() string {
 	const name, wave = "web", "0"
 	d := map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
@@ -54,7 +54,7 @@ func deployment(podAnnotations map[string]string) string {
 			"replicas": 1,
 			"selector": map[string]any{"matchLabels": map[string]string{"app": name}},
 			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]string{"app": name}, "annotations": podAnnotations},
+				"metadata": map[string]any{"labels": map[string]string{"app": name}},
 				"spec":     map[string]any{"containers": []any{map[string]any{"name": name, "image": "registry.example.com/" + name + ":v1"}}},
 			},
 		},
@@ -104,7 +104,7 @@ func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
 	target := ns + "-app"
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "HookSucceeded", nil),
-		"app/web.yaml":     deployment(nil),
+		"app/web.yaml":     deployment(),
 	})
 	app := manualApp(t, ns, url, "app", "east", target, "")
 	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
@@ -143,7 +143,7 @@ func TestFailingPreSyncHookRunsSyncFailAndAppliesNothing(t *testing.T) {
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "", map[string]string{"navarch.io/simulate": "fail"}),
 		"app/notify.yaml":  hookJob("notify-", "SyncFail", "", nil),
-		"app/web.yaml":     deployment(nil),
+		"app/web.yaml":     deployment(),
 	})
 	app := manualApp(t, ns, url, "app", "east", target, "")
 	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
@@ -179,7 +179,7 @@ func TestWavesWaitForTheHealthOfThePreviousWave(t *testing.T) {
 	files := func(dir string, minReadySeconds int) map[string]string {
 		return map[string]string{
 			dir + "/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config, annotations: {navarch.io/sync-wave: \"-1\"}}\ndata: {a: b}\n",
-			dir + "/web.yaml": strings.Replace(deployment(nil), "replicas: 1", fmt.Sprintf("replicas: 1\n  minReadySeconds: %d\n  progressDeadlineSeconds: 7200", minReadySeconds), 1),
+			dir + "/web.yaml": strings.Replace(deployment(), "replicas: 1", fmt.Sprintf("replicas: 1\n  minReadySeconds: %d\n  progressDeadlineSeconds: 7200", minReadySeconds), 1),
 			dir + "/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: web, annotations: {argocd.argoproj.io/sync-wave: \"1\"}}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n",
 		}
 	}
@@ -322,7 +322,7 @@ func TestOperationsResumeAfterAControllerRestart(t *testing.T) {
 	east := workloads["east"].client
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "", map[string]string{"navarch.io/simulate-duration": "6s"}),
-		"app/web.yaml":     strings.Replace(deployment(nil), "replicas: 1", "replicas: 1\n  minReadySeconds: 5", 1),
+		"app/web.yaml":     strings.Replace(deployment(), "replicas: 1", "replicas: 1\n  minReadySeconds: 5", 1),
 		"app/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, annotations: {navarch.io/sync-wave: \"1\"}}\ndata: {a: b}\n",
 	})
 	app := manualApp(t, ns, url, "app", "east", target, "")
@@ -364,7 +364,7 @@ func TestTerminateDuringALongHook(t *testing.T) {
 	target := ns + "-app"
 	url := repo(t, map[string]string{
 		"app/slow.yaml": hookJob("slow-", "PreSync", "", map[string]string{"navarch.io/simulate-duration": "5m"}),
-		"app/web.yaml":  deployment(nil),
+		"app/web.yaml":  deployment(),
 	})
 	app := manualApp(t, ns, url, "app", "east", target, "")
 	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
