@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -233,3 +234,114 @@ func benchRepo(b *testing.B, name string, files map[string]string) string {
 	}
 	return git.RepoURL(name)
 }
+
+// BenchmarkFiveWaves measures the wave budget of DESIGN.md (run once: -benchtime=1x): an
+// Application of 5 ConfigMaps in waves 0..4, synced through the operation field, 5 times.
+// sync-ms is from the request until the operation is seen Succeeded (goal < 1000);
+// gap-ms is the time between one wave's object appearing in the cluster (it is then healthy:
+// a ConfigMap has no health to wait for) and the next wave's object appearing, as a watch on
+// the destination cluster sees them (goal ≤ 100), mean and max.
+func BenchmarkFiveWaves(b *testing.B) {
+	const waves, rounds = 5, 5
+	ctx := context.Background()
+	files := map[string]string{}
+	for w := range waves {
+		files[fmt.Sprintf("waves/cm-%d.yaml", w)] = fmt.Sprintf(
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wave-%d, annotations: {navarch.io/sync-wave: %q}}\ndata: {wave: %q}\n", w, fmt.Sprint(w), fmt.Sprint(w))
+	}
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%100000)
+	url := benchRepo(b, "waves-"+run, files)
+	ns := "waves-" + run
+	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	east, err := client.NewWithWatch(workloads["east"].RESTConfig(), client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		var syncs, gaps []time.Duration
+		for round := range rounds {
+			target := fmt.Sprintf("%s-%d", ns, round)
+			if err := east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}); err != nil {
+				b.Fatal(err)
+			}
+			app := &navarchv1.Application{}
+			if err := yaml.Unmarshal(fmt.Appendf(nil, `
+metadata: {name: waves-%d, namespace: %s}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: waves}
+  destination: {name: east, namespace: %s}
+`, round, ns, url, target), app); err != nil {
+				b.Fatal(err)
+			}
+			if err := mgmt.Create(ctx, app); err != nil {
+				b.Fatal(err)
+			}
+			// Compared first, so the sync below measures the operation alone.
+			for getAppB(b, app).Status.Sync.Status != navarchv1.SyncStatusOutOfSync {
+				time.Sleep(20 * time.Millisecond)
+			}
+			w, err := east.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(target))
+			if err != nil {
+				b.Fatal(err)
+			}
+			seen := map[string]time.Time{}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ev := range w.ResultChan() {
+					if cm, ok := ev.Object.(*corev1.ConfigMap); ok && string(ev.Type) == "ADDED" {
+						seen[cm.Name] = time.Now()
+						if len(seen) == waves+1 { // the waves and kube-root-ca.crt
+							return
+						}
+					}
+				}
+			}()
+			start := time.Now()
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"operation":{"sync":{},"initiatedBy":{"username":"bench"}}}`))
+			if err := mgmt.Patch(ctx, app, patch); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				s := getAppB(b, app).Status.OperationState
+				if s != nil && s.Phase == navarchv1.OperationSucceeded {
+					break
+				}
+				if s != nil && s.Phase == navarchv1.OperationFailed {
+					b.Fatalf("operation failed: %s", s.Message)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			syncs = append(syncs, time.Since(start))
+			<-done
+			w.Stop()
+			for i := 1; i < waves; i++ {
+				gaps = append(gaps, seen[fmt.Sprintf("wave-%d", i)].Sub(seen[fmt.Sprintf("wave-%d", i-1)]))
+			}
+		}
+		b.ReportMetric(ms(mean(syncs)), "sync-ms")
+		b.ReportMetric(ms(slices.Max(syncs)), "sync-max-ms")
+		b.ReportMetric(ms(mean(gaps)), "gap-ms")
+		b.ReportMetric(ms(slices.Max(gaps)), "gap-max-ms")
+	}
+}
+
+func getAppB(b *testing.B, app *navarchv1.Application) *navarchv1.Application {
+	got := &navarchv1.Application{}
+	if err := mgmt.Get(context.Background(), client.ObjectKeyFromObject(app), got); err != nil {
+		b.Fatal(err)
+	}
+	return got
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

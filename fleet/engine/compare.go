@@ -52,6 +52,9 @@ func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
 	return navarchv1.ResourceRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
+// absent stands for the hash of a live object that does not exist, in dry-run cache keys.
+const absent = "absent"
+
 // compareConcurrency bounds the objects of one Application compared at once.
 const compareConcurrency = 8
 
@@ -301,8 +304,19 @@ func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, re
 	}
 	if live == nil {
 		// Nobody manages it yet. The dry run validates it and tells whether it exists: the
-		// server gives an object it would create no resourceVersion.
+		// server gives an object it would create no resourceVersion. A successful dry run of
+		// an absent object is cached like any other, so steps waiting for earlier waves cost
+		// no dry runs of the later ones.
+		cacheKey, desiredHash := remote.Name+"/"+r.key(), diff.Hash(r.obj)
+		if _, ok := e.dryRuns.get(cacheKey, desiredHash, absent, ignoreHash); ok {
+			r.message = "missing from the cluster"
+			r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
+			return
+		}
 		predicted, err := e.dryRun(ctx, remote, r)
+		if err == nil && predicted.GetResourceVersion() == "" {
+			e.dryRuns.put(cacheKey, desiredHash, absent, ignoreHash, diff.Result{})
+		}
 		switch {
 		case isMissingNamespace(err):
 			r.missingNamespace = true

@@ -50,9 +50,9 @@ type ApplicationReconciler struct {
 	// Events records operation transitions as Kubernetes Events; optional.
 	Events recorder.EventRecorder
 
-	// written remembers the resourceVersion of each Application's last status write, so a
-	// worker never acts on a cached copy older than its own last write.
-	written sync.Map // types.NamespacedName → int64
+	// written remembers each Application as its last status write left it, so a worker never
+	// acts on a cached copy older than its own last write.
+	written sync.Map // types.NamespacedName → *navarchv1.Application
 }
 
 // Reconcile routes one Application to its cluster's queue.
@@ -135,8 +135,10 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 		return 0, client.IgnoreNotFound(err)
 	}
 	if last, ok := r.written.Load(key); ok {
-		if rv, _ := strconv.ParseInt(app.ResourceVersion, 10, 64); rv < last.(int64) {
-			return 50 * time.Millisecond, nil // the cache has not seen our last write yet
+		// The cache may not have seen our last write yet: continue from what was written.
+		mine := last.(*navarchv1.Application)
+		if resourceVersion(app) < resourceVersion(mine) {
+			app = mine.DeepCopy()
 		}
 	}
 	if name, err := r.destination(ctx, app); err != nil || name != remote.Name {
@@ -180,6 +182,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 		if err := r.Client.Patch(ctx, app, patch); err != nil {
 			return 0, fmt.Errorf("update the operation and annotations of %s: %w", key, err)
 		}
+		r.written.Store(key, app.DeepCopy())
 	}
 	return res.RequeueAfter, nil
 }
@@ -255,10 +258,15 @@ func (r *ApplicationReconciler) patchStatus(ctx context.Context, app *navarchv1.
 	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
 		return fmt.Errorf("update the status of %s: %w", klog.KObj(app), err)
 	}
-	if rv, err := strconv.ParseInt(app.ResourceVersion, 10, 64); err == nil {
-		r.written.Store(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, rv)
-	}
+	r.written.Store(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, app.DeepCopy())
 	return nil
+}
+
+// resourceVersion orders versions of one object; the API server's versions are increasing
+// integers (etcd revisions).
+func resourceVersion(obj client.Object) int64 {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return rv
 }
 
 // SetupWithManager registers the router. Applications are routed when anything but their
