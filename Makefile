@@ -101,8 +101,8 @@ bench: k8s ## Run the performance benchmarks (DESIGN.md budgets); results go in 
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/
 
 .PHONY: demo
-demo: git k8s build ## Bring up a local fleet: a management cluster and three workload clusters.
-	$(BIN)/navarch dev up --clusters 3 --workloads
+demo: git k8s build ## Run the examples on a local fleet (three workload clusters and the controller) until every Application is Synced and Healthy.
+	$(BIN)/navarch demo --examples examples
 
 ##@ Tools
 

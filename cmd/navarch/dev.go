@@ -61,6 +61,7 @@ func newDevUpCommand(stateDir *string) *cobra.Command {
 	cmd.Flags().IntVar(&opts.Clusters, "clusters", 3, "number of workload clusters")
 	cmd.Flags().BoolVar(&opts.Workloads, "workloads", false,
 		"run controllers, a scheduler and simulated nodes so Deployments become Available and Jobs complete")
+	cmd.Flags().BoolVar(&opts.Controller, "controller", false, "also run navarch's controller against the management cluster")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 5*time.Minute, "how long to wait for the fleet")
 	return cmd
 }
@@ -75,7 +76,10 @@ func printHowToReach(out io.Writer, stateDir string, s *devfleet.State) {
 		}
 		_ = w.Flush()
 	}
-	fmt.Fprintf(out, "\nGit server: %s (push a repository to %s/<name>.git)\n", s.Git.URL, s.Git.URL)
+	fmt.Fprintf(out, "\nGit server: %s (repositories in %s)\n", s.Git.URL, s.Git.Root)
+	if s.ControllerLog != "" {
+		fmt.Fprintf(out, "Controller log: %s\n", s.ControllerLog)
+	}
 	fmt.Fprintf(out, "\nStatus: navarch dev status%s\nStop:   navarch dev down%s\n", stateFlag(stateDir), stateFlag(stateDir))
 }
 
@@ -205,5 +209,6 @@ func newDevServeCommand(stateDir *string) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&opts.Clusters, "clusters", 3, "number of workload clusters")
 	cmd.Flags().BoolVar(&opts.Workloads, "workloads", false, "run pods in the workload clusters")
+	cmd.Flags().BoolVar(&opts.Controller, "controller", false, "run navarch's controller")
 	return cmd
 }

@@ -34,5 +34,6 @@ cluster in sync with Git.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newControllerCommand(), newGenerateCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(newDemoCommand())
 	return root
 }

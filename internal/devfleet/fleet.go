@@ -17,9 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/config/crd"
+	"github.com/navarch-io/navarch/internal/controller"
 	"github.com/navarch-io/navarch/internal/gitserver"
 	"github.com/navarch-io/navarch/internal/localcluster"
 	"github.com/navarch-io/navarch/internal/scheme"
@@ -45,6 +47,9 @@ type Options struct {
 	// Workloads runs controllers, a scheduler and simulated nodes in the workload clusters, so
 	// Deployments become Available and Jobs complete.
 	Workloads bool
+	// Controller runs navarch's controller in the supervisor against the management cluster,
+	// logging to controller.log in StateDir.
+	Controller bool
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -129,13 +134,29 @@ func Run(ctx context.Context, opts Options) (err error) {
 		say("registered Cluster %s (env=%s, region=%s)", wc.Name, labels["env"], labels["region"])
 	}
 
+	controllerDone := make(chan error, 1)
+	if opts.Controller {
+		logPath := filepath.Join(opts.StateDir, "controller.log")
+		stop, err := runController(ctx, mgmt, opts.StateDir, logPath, controllerDone)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		state.ControllerLog = logPath
+		say("controller running (log: %s)", logPath)
+	}
+
 	state.Ready = true
 	if err := state.write(opts.StateDir); err != nil {
 		return err
 	}
 	say("fleet ready in %s", time.Since(start).Round(100*time.Millisecond))
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-controllerDone:
+		return fmt.Errorf("controller stopped: %w", err)
+	}
 	say("shutting down")
 	return nil
 }
@@ -162,6 +183,35 @@ func register(ctx context.Context, c client.Client, wc *localcluster.Cluster, la
 		return fmt.Errorf("create Cluster: %w", err)
 	}
 	return nil
+}
+
+// runController runs the controller against the management cluster until ctx is done or the
+// returned stop is called; its log goes to logPath and its result to done.
+func runController(ctx context.Context, mgmt *localcluster.Cluster, stateDir, logPath string, done chan<- error) (stop func(), err error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(false))
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- controller.Run(ctx, controller.Options{
+			Config:      mgmt.RESTConfig(),
+			MetricsAddr: "0", ProbeAddr: "0",
+			Logger:      logger,
+			GitCacheDir: filepath.Join(stateDir, "git-cache"),
+			// A dev fleet answers quickly: notice pushes and outages within seconds.
+			GitPollInterval:      10 * time.Second,
+			ClusterProbeInterval: 10 * time.Second,
+		})
+	}()
+	return func() {
+		cancel()
+		<-finished
+		_ = logFile.Close()
+	}, nil
 }
 
 func clusterState(c *localcluster.Cluster, labels map[string]string) ClusterState {

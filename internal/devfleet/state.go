@@ -29,6 +29,8 @@ type State struct {
 	Clusters []ClusterState `json:"clusters"`
 	// Git is the Git server.
 	Git GitState `json:"git"`
+	// ControllerLog is the log of the controller the supervisor runs, if it runs one.
+	ControllerLog string `json:"controllerLog,omitempty"`
 }
 
 // ClusterState describes one running cluster.

@@ -75,6 +75,9 @@ func Up(ctx context.Context, opts UpOptions) (state *State, alreadyRunning bool,
 	if opts.Workloads {
 		args = append(args, "--workloads")
 	}
+	if opts.Controller {
+		args = append(args, "--controller")
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = dir

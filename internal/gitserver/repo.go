@@ -398,3 +398,15 @@ func resolveCommit(dir, ref string) (string, error) {
 	}
 	return commit, nil
 }
+
+// Remote returns a handle on the repositories of a server that another process runs, serving
+// root at url (the values of its [Server.Root] and [Server.URL]). Its repository methods —
+// CreateRepo, Update, Branch, Tag, Resolve, RepoURL — work on the files under root directly,
+// so `navarch demo` can publish to the dev fleet's server. Wait and Close do nothing.
+func Remote(root, url string) *Server {
+	done := make(chan struct{})
+	close(done)
+	s := &Server{root: root, url: url, serveDone: done}
+	s.closeOnce.Do(func() {})
+	return s
+}

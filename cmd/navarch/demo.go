@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/devfleet"
+	"github.com/navarch-io/navarch/internal/gitserver"
+	"github.com/navarch-io/navarch/internal/scheme"
+)
+
+// examplesPlaceholder is the repository URL the files in examples/ use; the demo replaces it
+// with the dev fleet's Git server.
+const examplesPlaceholder = "https://git.example.com/navarch-examples.git"
+
+// demoNamespace holds the example ApplicationSets and Applications.
+const demoNamespace = "demo"
+
+func newDemoCommand() *cobra.Command {
+	var (
+		stateDir, examples string
+		timeout            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the examples on a local fleet and show it synced",
+		Long: `demo brings up a dev fleet (a management cluster and three workload clusters labelled
+env=dev, staging and prod, with navarch's controller), publishes the examples directory to the
+fleet's Git server, applies the example ApplicationSets and Applications, waits until every
+Application is Synced and Healthy, and prints the fleet matrix. The fleet keeps running.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return runDemo(ctx, cmd.OutOrStdout(), stateDir, examples)
+		},
+	}
+	cmd.Flags().StringVar(&stateDir, "state-dir", devfleet.DefaultStateDir(), "directory of the dev fleet's state")
+	cmd.Flags().StringVar(&examples, "examples", "examples", "directory of the examples repository")
+	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for everything")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out io.Writer, stateDir, examples string) error {
+	start := time.Now()
+	step := func(format string, args ...any) {
+		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	if fi, err := os.Stat(examples); err != nil || !fi.IsDir() {
+		return usageError{fmt.Errorf("--examples %s: not a directory (run navarch demo from the repository root)", examples)}
+	}
+
+	step("starting the dev fleet (management + dev-1, staging-2, prod-3, with the controller)")
+	state, already, err := devfleet.Up(ctx, devfleet.UpOptions{
+		Options: devfleet.Options{StateDir: stateDir, Clusters: 3, Workloads: true, Controller: true, Progress: indent(out)},
+	})
+	if err != nil {
+		return err
+	}
+	if already && (state.ControllerLog == "" || len(state.Clusters) != 3 || !state.Workloads) {
+		return fmt.Errorf("a different dev fleet already runs in %s; run \"navarch dev down%s\" first", stateDir, stateFlag(stateDir))
+	}
+
+	repoURL, commit, err := publishExamples(examples, state)
+	if err != nil {
+		return err
+	}
+	step("published %s to %s at %.8s", examples, repoURL, commit)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", state.Management.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	applied, err := applyExamples(ctx, c, examples, repoURL)
+	if err != nil {
+		return err
+	}
+	step("applied %s", strings.Join(applied, ", "))
+
+	step("waiting until every Application is Synced and Healthy")
+	if err := waitForDemo(ctx, c, func(line string) { step("%s", line) }); err != nil {
+		return err
+	}
+	step("every Application is Synced and Healthy")
+	fmt.Fprintln(out)
+	if err := printFleetMatrix(ctx, out, c); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, `
+The fleet keeps running. Explore it:
+  export KUBECONFIG=%s
+  navarch status                     # the fleet matrix
+  navarch app list -n %s           # every Application
+  navarch app get guestbook-prod-3 -n %s
+  kubectl --kubeconfig %s get deployments -A
+Change something: edit the examples, then run "make demo" again to publish them.
+Stop it:  navarch dev down%s
+`, state.Management.Kubeconfig, demoNamespace, demoNamespace, state.Clusters[2].Kubeconfig, stateFlag(stateDir))
+	return nil
+}
+
+// publishExamples commits the examples directory, with the placeholder repository URL
+// replaced by the fleet's, to the repository "examples" of the fleet's Git server.
+func publishExamples(examples string, state *devfleet.State) (url, commit string, err error) {
+	git := gitserver.Remote(state.Git.Root, state.Git.URL)
+	url = git.RepoURL("examples")
+	copyTo := func(dst string) error { return copyExamples(examples, dst, url) }
+	if _, err := git.Resolve("examples", "main"); err == nil {
+		commit, err = git.Update("examples", "navarch demo: publish the examples", func(dir string) error {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if e.Name() != ".git" {
+					if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+						return err
+					}
+				}
+			}
+			return copyTo(dir)
+		})
+		return url, commit, err
+	}
+	tmp, err := os.MkdirTemp("", "navarch-demo-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTo(tmp); err != nil {
+		return "", "", err
+	}
+	commit, err = git.CreateRepo("examples", tmp)
+	return url, commit, err
+}
+
+// copyExamples copies the examples tree to dst with the placeholder URL replaced.
+func copyExamples(src, dst, url string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, []byte(strings.ReplaceAll(string(data), examplesPlaceholder, url)), 0o644)
+	})
+}
+
+// applyExamples server-side applies the example ApplicationSets and Applications.
+func applyExamples(ctx context.Context, c client.Client, examples, url string) ([]string, error) {
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}})); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, dir := range []string{"applicationsets", "applications"} {
+		matches, err := filepath.Glob(filepath.Join(examples, dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, matches...)
+	}
+	var applied []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), examplesPlaceholder, url)), &obj.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("navarch-demo"), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("apply %s: %w", f, err)
+		}
+		applied = append(applied, obj.GetKind()+" "+obj.GetName())
+	}
+	return applied, nil
+}
+
+// waitForDemo waits until the example ApplicationSet is up to date and every Application in
+// the demo namespace is Synced and Healthy, reporting progress whenever it changes.
+func waitForDemo(ctx context.Context, c client.Client, progress func(string)) error {
+	last := ""
+	for {
+		line, done, err := demoProgress(ctx, c)
+		if err != nil {
+			return err
+		}
+		if line != last {
+			progress(line)
+			last = line
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("still waiting after the timeout: %s", last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func demoProgress(ctx context.Context, c client.Client) (line string, done bool, err error) {
+	var sets navarchv1.ApplicationSetList
+	if err := c.List(ctx, &sets, client.InNamespace(demoNamespace)); err != nil {
+		return "", false, err
+	}
+	var apps navarchv1.ApplicationList
+	if err := c.List(ctx, &apps, client.InNamespace(demoNamespace)); err != nil {
+		return "", false, err
+	}
+	setsReady := len(sets.Items) > 0
+	for _, s := range sets.Items {
+		setsReady = setsReady && meta.IsStatusConditionTrue(s.Status.Conditions, navarchv1.ApplicationSetResourcesUpToDate)
+	}
+	var waiting []string
+	for _, a := range apps.Items {
+		if a.Status.Sync.Status != navarchv1.SyncStatusSynced || a.Status.Health.Status != navarchv1.HealthHealthy {
+			waiting = append(waiting, fmt.Sprintf("%s (%s/%s)", a.Name, orUnknown(string(a.Status.Sync.Status)), orUnknown(string(a.Status.Health.Status))))
+		}
+	}
+	slices.Sort(waiting)
+	ready := len(apps.Items) - len(waiting)
+	line = fmt.Sprintf("%d/%d Applications Synced and Healthy", ready, len(apps.Items))
+	if len(waiting) > 0 {
+		if len(waiting) > 4 {
+			waiting = append(waiting[:4], fmt.Sprintf("and %d more", len(waiting)-4))
+		}
+		line += "; waiting for " + strings.Join(waiting, ", ")
+	}
+	return line, setsReady && len(apps.Items) > 0 && len(waiting) == 0, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "Unknown"
+	}
+	return s
+}
+
+// indent prefixes each line written to w with spaces, for the dev fleet's own progress.
+func indent(w io.Writer) io.Writer { return &indentWriter{w: w, start: true} }
+
+type indentWriter struct {
+	w     io.Writer
+	start bool
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if iw.start {
+			if _, err := iw.w.Write([]byte("         ")); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := iw.w.Write([]byte{b}); err != nil {
+			return 0, err
+		}
+		iw.start = b == '\n'
+	}
+	return len(p), nil
+}
+
+// printFleetMatrix prints one row per application and one column per cluster.
+func printFleetMatrix(ctx context.Context, out io.Writer, c client.Client) error {
+	var apps navarchv1.ApplicationList
+	if err := c.List(ctx, &apps); err != nil {
+		return err
+	}
+	cells := map[string]map[string]string{}
+	var rows, cols []string
+	for _, a := range apps.Items {
+		row := a.Namespace + "/" + a.Name
+		if set := a.Labels[navarchv1.LabelApplicationSet]; set != "" {
+			row = a.Namespace + "/" + set + ":" + a.Labels["app.kubernetes.io/name"]
+		}
+		col := a.Spec.Destination.Name
+		if col == "" {
+			col = a.Spec.Destination.Server
+		}
+		if cells[row] == nil {
+			cells[row] = map[string]string{}
+			rows = append(rows, row)
+		}
+		if !slices.Contains(cols, col) {
+			cols = append(cols, col)
+		}
+		cells[row][col] = orUnknown(string(a.Status.Sync.Status)) + "/" + orUnknown(string(a.Status.Health.Status))
+	}
+	if len(rows) == 0 {
+		return errors.New("no Applications")
+	}
+	slices.Sort(rows)
+	slices.Sort(cols)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "APPLICATION\t%s\n", strings.Join(cols, "\t"))
+	for _, r := range rows {
+		line := []string{r}
+		for _, col := range cols {
+			cell := cells[r][col]
+			if cell == "" {
+				cell = "-"
+			}
+			line = append(line, cell)
+		}
+		fmt.Fprintln(w, strings.Join(line, "\t"))
+	}
+	return w.Flush()
+}
