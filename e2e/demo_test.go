@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/navarch-io/navarch/internal/devfleet"
+	"github.com/navarch-io/navarch/internal/gitserver"
+)
+
+// The newcomer's path: `make demo` runs `navarch demo`, which must end with every example
+// Synced and Healthy on the three workload clusters; a change pushed to Git then reaches all
+// three clusters.
+func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
+	stateDir := t.TempDir()
+	t.Cleanup(func() {
+		if _, err := devfleet.ReadState(stateDir); err == nil {
+			_ = devfleet.Down(stateDir, os.Stderr)
+		}
+	})
+	out := navarch(t, "demo", "--state-dir", stateDir, "--examples", filepath.Join("..", "examples"), "--timeout", "5m")
+	if !strings.Contains(out, "every Application is Synced and Healthy") {
+		t.Fatalf("navarch demo did not report success:\n%s", out)
+	}
+
+	// The fleet matrix: the header names the clusters; every app row is Synced/Healthy on the
+	// clusters it targets.
+	matrix := out[strings.Index(out, "APPLICATION"):]
+	matrix = matrix[:strings.Index(matrix, "\n\n")]
+	rows := tableRows(matrix)
+	if got := strings.Join(rows[0], " "); got != "APPLICATION dev-1 in-cluster prod-3 staging-2" {
+		t.Errorf("matrix header %q", got)
+	}
+	want := map[string]int{ // row → clusters it runs on
+		"demo/apps:guestbook": 3, "demo/apps:podinfo": 3, "demo/platform": 1,
+		"demo/checkout-dev-1": 1, "demo/checkout-staging-2": 1, "demo/checkout-prod-3": 1,
+		"demo/monitoring-crds-dev-1": 1, "demo/monitoring-crds-staging-2": 1, "demo/monitoring-crds-prod-3": 1,
+	}
+	for _, row := range rows[1:] {
+		healthy := 0
+		for _, cell := range row[1:] {
+			switch cell {
+			case "Synced/Healthy":
+				healthy++
+			case "-":
+			default:
+				t.Errorf("row %s has cell %q", row[0], cell)
+			}
+		}
+		if n, ok := want[row[0]]; !ok || n != healthy {
+			t.Errorf("row %s: %d Synced/Healthy cells, want %d", row[0], healthy, n)
+		}
+		delete(want, row[0])
+	}
+	if len(want) > 0 {
+		t.Errorf("matrix lacks rows %v:\n%s", want, matrix)
+	}
+
+	// A change pushed to Git reaches every cluster.
+	state, err := devfleet.ReadState(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := gitserver.Remote(state.Git.Root, state.Git.URL)
+	if _, err := git.Update("examples", "guestbook: greet in French", func(dir string) error {
+		path := filepath.Join(dir, "apps", "guestbook", "base", "deployment.yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		changed := strings.Replace(string(data), "        ports:\n", "        env:\n        - {name: GREETING, value: bonjour}\n        ports:\n", 1)
+		return os.WriteFile(path, []byte(changed), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, c := range state.Clusters {
+		cl := clientFor(t, c.Kubeconfig)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			d := &appsv1.Deployment{}
+			err := cl.Get(context.Background(), client.ObjectKey{Namespace: "guestbook", Name: "guestbook"}, d)
+			if err == nil && len(d.Spec.Template.Spec.Containers[0].Env) == 1 && d.Spec.Template.Spec.Containers[0].Env[0].Value == "bonjour" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pushed change did not reach cluster %s within 2m (%v)", c.Name, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	t.Logf("the change reached all %d clusters %s after the push", len(state.Clusters), time.Since(start).Round(100*time.Millisecond))
+}
