@@ -82,7 +82,8 @@ test: git k8s ## Run every unit, integration and e2e test against real local clu
 # a fixed number of inputs (a count, not a duration: a timed run fails when the baseline
 # coverage pass alone outlasts it on a loaded machine), so a regression shows up in CI.
 FUZZ_TARGETS := ./templates:FuzzFastTemplate ./templates:FuzzGoTemplate ./generators:FuzzMatchPath \
-	./internal/gitrepo:FuzzParseLsRemote ./internal/gitrepo:FuzzParseLsTree
+	./internal/gitrepo:FuzzParseLsRemote ./internal/gitrepo:FuzzParseLsTree ./fleet/render:FuzzRender \
+	./internal/jsontree:FuzzParsePointer
 FUZZTIME ?= 2m
 TEST_FUZZTIME ?= 2000x
 

@@ -416,13 +416,16 @@ spec:
 	update(t, mgmt, app, func(a *navarchv1.Application) {
 		a.Operation = &navarchv1.Operation{Rollback: &navarchv1.RollbackOperation{ID: entry.ID}, InitiatedBy: navarchv1.OperationInitiator{Username: "test"}}
 	})
-	got = waitForApp(t, app, "rolled back", func(a *navarchv1.Application) bool {
+	waitForApp(t, app, "rolled back", func(a *navarchv1.Application) bool {
 		s := a.Status.OperationState
 		return s != nil && s.Phase == navarchv1.OperationSucceeded && s.SyncResult.Revision == v1
 	})
-	if _, ok := got.Annotations[navarchv1.AnnotationAutomatedSyncPaused]; !ok {
-		t.Errorf("automated sync is not paused after the rollback: annotations %v", got.Annotations)
-	}
+	eventually(t, "automated sync paused", func() string {
+		if a := getApp(t, app); a.Annotations[navarchv1.AnnotationAutomatedSyncPaused] == "" {
+			return fmt.Sprintf("annotations %v", a.Annotations)
+		}
+		return ""
+	})
 	cm := &corev1.ConfigMap{}
 	time.Sleep(3 * time.Second) // automated sync would have gone back to v2 by now
 	if err := workloads["west"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "v1" {

@@ -20,8 +20,10 @@ func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the navarch controllers against the management cluster",
-		Long: `controller runs the ApplicationSet controller in a controller-runtime manager: it turns
-ApplicationSets into Applications and keeps them in line. In a cluster it uses the in-cluster
+		Long: `controller runs navarch's controllers in one controller-runtime manager: the ApplicationSet
+controller turns ApplicationSets into Applications; the Cluster controller connects to and probes
+every registered Cluster; the Application controller syncs each Application to its cluster,
+through a work queue per cluster. --controllers runs a subset. In a cluster it uses the in-cluster
 configuration; outside, the kubeconfig like kubectl.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

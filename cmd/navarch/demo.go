@@ -106,7 +106,7 @@ func runDemo(ctx context.Context, out io.Writer, stateDir, examples string) erro
 	}
 	step("every Application is Synced and Healthy")
 	fmt.Fprintln(out)
-	if err := printFleetMatrix(ctx, out, c); err != nil {
+	if err := demoMatrix(ctx, out, c); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `
@@ -295,8 +295,8 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// printFleetMatrix prints one row per application and one column per cluster.
-func printFleetMatrix(ctx context.Context, out io.Writer, c client.Client) error {
+// demoMatrix prints one row per application and one column per cluster.
+func demoMatrix(ctx context.Context, out io.Writer, c client.Client) error {
 	var apps navarchv1.ApplicationList
 	if err := c.List(ctx, &apps); err != nil {
 		return err

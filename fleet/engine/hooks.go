@@ -104,7 +104,8 @@ func hookInstance(app *navarchv1.Application, r *resource, phase navarchv1.SyncP
 		obj.SetName(name)
 		obj.SetGenerateName("")
 	}
-	setAnnotation(obj, navarchv1.AnnotationOperation, opID)
+	// The instance of each phase is distinct, even under a fixed name.
+	setAnnotation(obj, navarchv1.AnnotationOperation, opID+"."+strings.ToLower(string(phase)))
 	setAnnotation(obj, navarchv1.AnnotationTrackingID, clustercache.TrackingID(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, obj))
 	if !slices.Contains(obj.GetFinalizers(), navarchv1.FinalizerHook) {
 		obj.SetFinalizers(append(obj.GetFinalizers(), navarchv1.FinalizerHook))
@@ -116,24 +117,49 @@ func hookInstance(app *navarchv1.Application, r *resource, phase navarchv1.SyncP
 }
 
 // hookOutcome says whether a live hook instance has finished: a Job or Pod must succeed;
-// other kinds are done once healthy (or at once, without a health assessment).
+// other kinds are done once healthy (or at once, without a health assessment). An instance
+// deleted before it finished has failed.
 func hookOutcome(live *unstructured.Unstructured) (navarchv1.HookPhase, string) {
-	h := health.Assess(live)
+	deleted := live.GetDeletionTimestamp() != nil
+	core := live.GroupVersionKind().Group == ""
 	switch {
-	case live.GetKind() == "Pod" && live.GroupVersionKind().Group == "":
+	case live.GetKind() == "Pod" && core:
 		phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
-		switch phase {
-		case "Succeeded":
+		switch {
+		case phase == "Succeeded":
 			return navarchv1.HookSucceeded, "pod succeeded"
-		case "Failed":
-			return navarchv1.HookFailed, healthMessage(h, "pod failed")
+		case phase == "Failed":
+			return navarchv1.HookFailed, healthMessage(health.Assess(live), "pod failed")
+		case deleted:
+			return navarchv1.HookFailed, "deleted before it finished"
 		}
 		return navarchv1.HookRunning, "pod " + strings.ToLower(phase)
-	case h == nil || h.Status == navarchv1.HealthHealthy:
-		if live.GetKind() == "Job" {
-			return navarchv1.HookSucceeded, "job completed"
+	case live.GetKind() == "Job" && live.GroupVersionKind().Group == "batch":
+		conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+		for _, c := range conditions {
+			m, _ := c.(map[string]any)
+			if m["status"] != "True" {
+				continue
+			}
+			switch m["type"] {
+			case "Complete":
+				return navarchv1.HookSucceeded, "job completed"
+			case "Failed":
+				msg, _ := m["message"].(string)
+				return navarchv1.HookFailed, strings.TrimSpace("job failed: " + msg)
+			}
 		}
+		if deleted {
+			return navarchv1.HookFailed, "deleted before it finished"
+		}
+		return navarchv1.HookRunning, "job running"
+	}
+	h := health.Assess(live)
+	switch {
+	case h == nil || h.Status == navarchv1.HealthHealthy:
 		return navarchv1.HookSucceeded, "created"
+	case deleted:
+		return navarchv1.HookFailed, "deleted before it finished"
 	case h.Status == navarchv1.HealthDegraded:
 		return navarchv1.HookFailed, healthMessage(h, "degraded")
 	default:
@@ -173,7 +199,7 @@ func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, re
 			}
 		}
 		switch {
-		case live != nil && live.GetAnnotations()[navarchv1.AnnotationOperation] == state.ID:
+		case live != nil && live.GetAnnotations()[navarchv1.AnnotationOperation] == r.obj.GetAnnotations()[navarchv1.AnnotationOperation]:
 			// Created by this attempt before a restart: never run a hook twice.
 		case live != nil && live.GetDeletionTimestamp() != nil:
 			return navarchv1.HookPending, "waiting for the previous instance to be deleted", nil
@@ -253,24 +279,30 @@ func (e *Engine) deleteHook(ctx context.Context, remote *clustercache.Remote, r 
 }
 
 // cleanupHooks deletes the instances of this attempt whose delete policy matches how the
-// operation ended: HookSucceeded after success, HookFailed after failure.
+// operation ended (HookSucceeded after success, HookFailed after failure) and releases the
+// others from navarch's finalizer.
 func (e *Engine) cleanupHooks(ctx context.Context, remote *clustercache.Remote, tasks []*task, succeeded bool) error {
 	policy := policyHookFailed
 	if succeeded {
 		policy = policyHookSucceeded
 	}
 	for _, t := range tasks {
-		if t.res.hook == nil || !t.res.hook.has(policy) || t.res.mapping == nil {
+		if t.res.hook == nil || t.res.mapping == nil {
 			continue
 		}
 		live, err := e.get(ctx, remote, t.res)
 		if err != nil {
 			return err
 		}
-		if live != nil && live.GetAnnotations()[navarchv1.AnnotationOperation] == t.opID {
+		if live == nil || live.GetAnnotations()[navarchv1.AnnotationOperation] != t.res.obj.GetAnnotations()[navarchv1.AnnotationOperation] {
+			continue
+		}
+		if t.res.hook.has(policy) {
 			if err := e.deleteHook(ctx, remote, t.res, live); err != nil {
 				return err
 			}
+		} else if err := e.releaseHook(ctx, remote, t.res, live); err != nil {
+			return err // instances that stay must not keep navarch's finalizer
 		}
 	}
 	return nil

@@ -30,7 +30,6 @@ type task struct {
 	phase navarchv1.SyncPhase
 	wave  int64
 	prune bool
-	opID  string // the attempt a hook instance belongs to
 }
 
 func (t *task) isHook() bool { return t.res.hook != nil }
@@ -71,7 +70,7 @@ func buildPlan(app *navarchv1.Application, apply, prune, hooks []*resource, opID
 	}
 	for _, h := range hooks {
 		for _, phase := range h.hook.phases {
-			t := &task{res: hookInstance(app, h, phase, opID), phase: phase, wave: h.wave, opID: opID}
+			t := &task{res: hookInstance(app, h, phase, opID), phase: phase, wave: h.wave}
 			if phase == navarchv1.SyncPhaseSyncFail {
 				p.syncFail = append(p.syncFail, t)
 			} else {
@@ -220,7 +219,7 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 	}
 	if msg != "" {
 		msg = strings.TrimPrefix(msg, "nothing was applied: ")
-		if len(state.SyncResult.Resources) == 0 {
+		if !slices.ContainsFunc(state.SyncResult.Resources, applied) {
 			msg = "nothing was applied: " + msg
 		} else {
 			msg = "stopped before applying the rest: " + msg
@@ -342,6 +341,11 @@ func definesKind(rs []*resource, gk schema.GroupKind) bool {
 		objs = append(objs, r.obj)
 	}
 	return crdScopes(objs)[gk] != ""
+}
+
+// applied reports whether a task result changed the cluster.
+func applied(r navarchv1.ResourceResult) bool {
+	return r.HookPhase != "" || (r.Status == navarchv1.ResultSynced && r.Message != "already in sync") || r.Status == navarchv1.ResultPruned
 }
 
 // pruneTask deletes an object that left Git, unless Prune=false (skipped) or Prune=confirm
