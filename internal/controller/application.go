@@ -199,9 +199,12 @@ func (r *ApplicationReconciler) observe(app *navarchv1.Application, before, afte
 	}
 	started := before == nil || !before.StartedAt.Equal(&after.StartedAt)
 	if started {
-		who := "automated sync"
-		if u := after.Operation.InitiatedBy.Username; u != "" {
-			who = u
+		who := "a user"
+		switch {
+		case after.Operation.InitiatedBy.Automated:
+			who = "automated sync"
+		case after.Operation.InitiatedBy.Username != "":
+			who = after.Operation.InitiatedBy.Username
 		}
 		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %.8s started by %s", after.SyncResult.Revision, who))
 	}
