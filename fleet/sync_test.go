@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -353,4 +354,83 @@ spec:
 	if id := cm.Annotations[navarchv1.AnnotationTrackingID]; !strings.HasPrefix(id, ns+"_first:") {
 		t.Errorf("the ConfigMap's tracking id is %q, want it still tracked by first", id)
 	}
+}
+
+// dryRunCount reads the controller's dry-run counter for a cluster (the controller runs in this
+// process, so its metrics registry is this process's).
+func dryRunCount(t *testing.T, cluster string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "navarch_dry_runs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cluster" && l.GetValue() == cluster {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// An unchanged Application costs no dry runs however often it is compared, and a render that
+// would delete everything is refused unless allowEmpty says otherwise.
+func TestUnchangedApplicationsCostNoDryRunsAndEmptyRendersAreRefused(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{"cm/a.yaml": configMap("a", "1"), "cm/b.yaml": configMap("b", "2")})
+	app := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: steady}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: cm}
+  destination: {name: west, namespace: %s}
+  syncPolicy: {automated: {prune: true}, syncOptions: [CreateNamespace=true]}
+`, url, ns))
+	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+	before := dryRunCount(t, "west")
+	for i := range 5 {
+		update(t, mgmt, app, func(a *navarchv1.Application) {
+			a.Annotations = map[string]string{navarchv1.AnnotationRefresh: fmt.Sprint(i)}
+		})
+		// The controller clears the annotation after comparing the Application again.
+		eventually(t, "the refresh is handled", func() string {
+			if _, ok := getApp(t, app).Annotations[navarchv1.AnnotationRefresh]; ok {
+				return "not compared again yet"
+			}
+			return ""
+		})
+	}
+	if after := dryRunCount(t, "west"); after != before {
+		t.Errorf("5 comparisons of an unchanged Application made %v dry runs, want 0", after-before)
+	}
+
+	push(t, "remove everything", map[string]string{"cm/a.yaml": "", "cm/b.yaml": "", "cm/README.md": "nothing here\n"})
+	got := waitForApp(t, app, "refusing the empty render", func(a *navarchv1.Application) bool {
+		c := meta.FindStatusCondition(a.Status.Conditions, navarchv1.ApplicationSyncError)
+		return c != nil && c.Reason == "EmptyRender"
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ApplicationSyncError); !strings.Contains(c.Message, "allowEmpty") {
+		t.Errorf("the EmptyRender condition should say how to allow it: %q", c.Message)
+	}
+	west := workloads["west"].client
+	for _, name := range []string{"a", "b"} {
+		if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("ConfigMap %s was pruned by an empty render: %v", name, err)
+		}
+	}
+	update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.AllowEmpty = true })
+	eventually(t, "allowEmpty prunes everything", func() string {
+		for _, name := range []string{"a", "b"} {
+			if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("ConfigMap %s still there (%v)", name, err)
+			}
+		}
+		return ""
+	})
 }

@@ -19,6 +19,7 @@ const FieldManager = "navarch"
 // dryRun server-side applies r's desired object with dryRun=All and returns what the object
 // would become.
 func (e *Engine) dryRun(ctx context.Context, remote *clustercache.Remote, r *resource) (*unstructured.Unstructured, error) {
+	dryRuns.WithLabelValues(remote.Name).Inc()
 	return e.patch(ctx, remote, r, r.obj, true)
 }
 

@@ -1,0 +1,15 @@
+package engine
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// dryRuns counts server-side apply dry runs by cluster: an Application whose desired and live
+// objects have not changed costs none, thanks to the dry-run cache.
+var dryRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "navarch_dry_runs_total",
+	Help: "Server-side apply dry runs sent to destination clusters, by cluster.",
+}, []string{"cluster"})
+
+func init() { metrics.Registry.MustRegister(dryRuns) }
