@@ -200,8 +200,15 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 			return 0, e.fail(ctx, app, remote, p, err.Error())
 		}
 		if created {
-			state.Message = fmt.Sprintf("created namespace %s", app.Spec.Destination.Namespace)
-			return 10 * time.Millisecond, nil // compare again, now that the namespace exists
+			// The objects in it could not be dry-run before it existed: dry-run them now.
+			for _, r := range apply {
+				if !r.missingNamespace || r.ref.Namespace != app.Spec.Destination.Namespace {
+					continue
+				}
+				if err := e.revalidate(ctx, remote, r, ignoreKey(app.Spec.IgnoreDifferences)); transient(err) {
+					return 0, err
+				}
+			}
 		}
 	}
 
@@ -294,6 +301,24 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 	}
 	e.finish(app, navarchv1.OperationSucceeded, "successfully synced")
 	return 0, nil
+}
+
+// revalidate dry-runs an object again, e.g. once its namespace exists, and records the outcome
+// for validate. It returns only transient errors.
+func (e *Engine) revalidate(ctx context.Context, remote *clustercache.Remote, r *resource, ignoreHash string) error {
+	predicted, err := e.dryRun(ctx, remote, r)
+	r.missingNamespace, r.dryRunErr = false, nil
+	switch {
+	case transient(err):
+		return err
+	case isMissingNamespace(err):
+		r.missingNamespace = true
+	case err != nil:
+		r.dryRunErr = err
+	case predicted.GetResourceVersion() == "":
+		e.dryRuns.put(remote.Name+"/"+r.key(), diff.Hash(r.obj), absent, ignoreHash, diff.Result{})
+	}
+	return nil
 }
 
 // validateHooks dry-runs the hook instances this attempt has not created yet. Instances of
@@ -666,21 +691,21 @@ func (e *Engine) createNamespace(ctx context.Context, remote *clustercache.Remot
 		return false, err
 	}
 	client := remote.Resource(m, "")
-	if _, err := client.Get(ctx, name, metav1.GetOptions{}); err == nil {
-		return false, nil
-	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
 	_, err = client.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
-	if isAlreadyExists(err) {
+	switch {
+	case err == nil:
+		return true, nil
+	case isAlreadyExists(err):
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("create namespace %s: %w", name, err)
+	if _, getErr := client.Get(ctx, name, metav1.GetOptions{}); getErr == nil {
+		return false, nil // not allowed to create namespaces, but this one exists
 	}
-	return true, nil
+	return false, fmt.Errorf("create namespace %s: %w", name, err)
 }
 
 // addHistory appends a successful sync to status.history, keeping revisionHistoryLimit entries.
