@@ -30,24 +30,27 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 		t.Fatalf("navarch demo did not report success:\n%s", out)
 	}
 
-	// The fleet matrix: the header names the clusters; every app row is Synced/Healthy on the
-	// clusters it targets.
-	matrix := out[strings.Index(out, "APPLICATION"):]
-	matrix = matrix[:strings.Index(matrix, "\n\n")]
+	// The fleet matrix (navarch status's): the header names the clusters; every app row is
+	// Synced and Healthy ("Sync/OK") on the clusters it targets.
+	start := strings.Index(out, "APPLICATION")
+	if start < 0 {
+		t.Fatalf("navarch demo printed no fleet matrix:\n%s", out)
+	}
+	matrix, _, _ := strings.Cut(out[start:], "\n\n")
 	rows := tableRows(matrix)
-	if got := strings.Join(rows[0], " "); got != "APPLICATION dev-1 in-cluster prod-3 staging-2" {
+	if got := strings.Join(rows[0], " "); got != "APPLICATION dev-1 prod-3 staging-2 in-cluster" {
 		t.Errorf("matrix header %q", got)
 	}
 	want := map[string]int{ // row → clusters it runs on
-		"demo/apps:guestbook": 3, "demo/apps:podinfo": 3, "demo/platform": 1,
-		"demo/checkout-dev-1": 1, "demo/checkout-staging-2": 1, "demo/checkout-prod-3": 1,
-		"demo/monitoring-crds-dev-1": 1, "demo/monitoring-crds-staging-2": 1, "demo/monitoring-crds-prod-3": 1,
+		"apps:guestbook": 3, "apps:podinfo": 3, "platform": 1,
+		"checkout-dev-1": 1, "checkout-staging-2": 1, "checkout-prod-3": 1,
+		"monitoring-crds-dev-1": 1, "monitoring-crds-staging-2": 1, "monitoring-crds-prod-3": 1,
 	}
 	for _, row := range rows[1:] {
 		healthy := 0
 		for _, cell := range row[1:] {
 			switch cell {
-			case "Synced/Healthy":
+			case "Sync/OK":
 				healthy++
 			case "-":
 			default:
@@ -55,7 +58,7 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 			}
 		}
 		if n, ok := want[row[0]]; !ok || n != healthy {
-			t.Errorf("row %s: %d Synced/Healthy cells, want %d", row[0], healthy, n)
+			t.Errorf("row %s: %d Synced and Healthy cells, want %d", row[0], healthy, n)
 		}
 		delete(want, row[0])
 	}
@@ -80,7 +83,7 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	pushed := time.Now()
 	for _, c := range state.Clusters {
 		cl := clientFor(t, c.Kubeconfig)
 		deadline := time.Now().Add(2 * time.Minute)
@@ -96,5 +99,5 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	t.Logf("the change reached all %d clusters %s after the push", len(state.Clusters), time.Since(start).Round(100*time.Millisecond))
+	t.Logf("the change reached all %d clusters %s after the push", len(state.Clusters), time.Since(pushed).Round(100*time.Millisecond))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -106,7 +107,12 @@ func runDemo(ctx context.Context, out io.Writer, stateDir, examples string) erro
 	}
 	step("every Application is Synced and Healthy")
 	fmt.Fprintln(out)
-	if err := demoMatrix(ctx, out, c); err != nil {
+	var apps navarchv1.ApplicationList
+	var clusters navarchv1.ClusterList
+	if err := errors.Join(c.List(ctx, &apps), c.List(ctx, &clusters)); err != nil {
+		return err
+	}
+	if err := printFleetMatrix(out, buildFleetMatrix(apps.Items, clusters.Items), false, paletteFor(out)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `
@@ -202,7 +208,11 @@ func applyExamples(ctx context.Context, c client.Client, examples, url string) (
 		if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), examplesPlaceholder, url)), &obj.Object); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("navarch-demo"), client.ForceOwnership); err != nil {
+		body, err := json.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner("navarch-demo"), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("apply %s: %w", f, err)
 		}
 		applied = append(applied, obj.GetKind()+" "+obj.GetName())
@@ -293,51 +303,4 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 		iw.start = b == '\n'
 	}
 	return len(p), nil
-}
-
-// demoMatrix prints one row per application and one column per cluster.
-func demoMatrix(ctx context.Context, out io.Writer, c client.Client) error {
-	var apps navarchv1.ApplicationList
-	if err := c.List(ctx, &apps); err != nil {
-		return err
-	}
-	cells := map[string]map[string]string{}
-	var rows, cols []string
-	for _, a := range apps.Items {
-		row := a.Namespace + "/" + a.Name
-		if set := a.Labels[navarchv1.LabelApplicationSet]; set != "" {
-			row = a.Namespace + "/" + set + ":" + a.Labels["app.kubernetes.io/name"]
-		}
-		col := a.Spec.Destination.Name
-		if col == "" {
-			col = a.Spec.Destination.Server
-		}
-		if cells[row] == nil {
-			cells[row] = map[string]string{}
-			rows = append(rows, row)
-		}
-		if !slices.Contains(cols, col) {
-			cols = append(cols, col)
-		}
-		cells[row][col] = orUnknown(string(a.Status.Sync.Status)) + "/" + orUnknown(string(a.Status.Health.Status))
-	}
-	if len(rows) == 0 {
-		return errors.New("no Applications")
-	}
-	slices.Sort(rows)
-	slices.Sort(cols)
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "APPLICATION\t%s\n", strings.Join(cols, "\t"))
-	for _, r := range rows {
-		line := []string{r}
-		for _, col := range cols {
-			cell := cells[r][col]
-			if cell == "" {
-				cell = "-"
-			}
-			line = append(line, cell)
-		}
-		fmt.Fprintln(w, strings.Join(line, "\t"))
-	}
-	return w.Flush()
 }

@@ -71,20 +71,42 @@ func (o *generateOptions) run(ctx context.Context, stdout, stderr io.Writer) err
 	if len(o.files) == 0 {
 		return usageError{errors.New(`required flag "--filename" (-f) not set`)}
 	}
-	switch o.output {
-	case "table", "wide", "yaml", "json":
-	default:
-		return usageError{fmt.Errorf("--output must be table, wide, yaml or json, got %q", o.output)}
-	}
-	overrides, err := parseRepoOverrides(o.repoOverrides)
+	overrides, err := o.validate()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	sets, err := readApplicationSets(o.files, stderr)
 	if err != nil {
 		return err
 	}
+	var live client.Client
+	if o.diff || (o.clustersFile == "" && o.kubeconfigGiven()) {
+		if live, err = o.kube.client(); err != nil {
+			return err
+		}
+	}
+	return o.expand(ctx, sets, live, overrides, stdout, stderr)
+}
 
+// validate checks the flags generate shares with appset generate and returns the parsed
+// --repo-override flags.
+func (o *generateOptions) validate() (map[string]string, error) {
+	switch o.output {
+	case "table", "wide", "yaml", "json":
+	default:
+		return nil, usageError{fmt.Errorf("--output must be table, wide, yaml or json, got %q", o.output)}
+	}
+	overrides, err := parseRepoOverrides(o.repoOverrides)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return overrides, nil
+}
+
+// expand runs sets through their generators and templates and prints the Applications, or
+// with --diff how they compare with live. Clusters come from --clusters, else from live.
+func (o *generateOptions) expand(ctx context.Context, sets []*navarchv1.ApplicationSet, live client.Client,
+	overrides map[string]string, stdout, stderr io.Writer) error {
 	in := generators.Inputs{MaxParamSets: o.maxParamSets}
 	// A private cache for this run: concurrent runs must not share a mirror directory.
 	reader, err := gitrepo.New(gitrepo.Options{})
@@ -93,12 +115,6 @@ func (o *generateOptions) run(ctx context.Context, stdout, stderr io.Writer) err
 	}
 	defer reader.Close()
 	in.Git = &overrideReader{dirs: overrides, next: appset.GitReader(reader, nil)}
-	var live client.Client
-	if o.diff || (o.clustersFile == "" && o.kubeconfigGiven()) {
-		if live, err = o.kube.client(); err != nil {
-			return err
-		}
-	}
 	switch {
 	case o.clustersFile != "":
 		clusters, err := readClusters(o.clustersFile)

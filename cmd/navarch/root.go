@@ -34,6 +34,11 @@ cluster in sync with Git.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newControllerCommand(), newGenerateCommand(), newDevCommand(), newVersionCommand())
+	root.AddCommand(newAppCommand())
+	root.AddCommand(newAppSetCommand())
+	root.AddCommand(newClusterCommand())
+	root.AddCommand(newStatusCommand())
+	root.AddCommand(newImportCommand())
 	root.AddCommand(newDemoCommand())
 	return root
 }
