@@ -139,20 +139,12 @@ func generatorKinds(gens []navarchv1.ApplicationSetGenerator) []string {
 	kinds := make([]string, len(gens))
 	for i, g := range gens {
 		switch {
-		case g.List != nil:
-			kinds[i] = "list"
-		case g.Clusters != nil:
-			kinds[i] = "clusters"
-		case g.Git != nil:
-			kinds[i] = "git"
-		case g.PullRequest != nil:
-			kinds[i] = "pullRequest"
 		case g.Matrix != nil:
 			kinds[i] = "matrix(" + nestedKinds(g.Matrix.Generators) + ")"
 		case g.Merge != nil:
 			kinds[i] = "merge(" + nestedKinds(g.Merge.Generators) + ")"
 		default:
-			kinds[i] = "?"
+			kinds[i] = leafKind(g.List != nil, g.Clusters != nil, g.Git != nil, g.PullRequest != nil)
 		}
 	}
 	return kinds
@@ -162,23 +154,30 @@ func nestedKinds(gens []navarchv1.NestedGenerator) string {
 	kinds := make([]string, len(gens))
 	for i, g := range gens {
 		switch {
-		case g.List != nil:
-			kinds[i] = "list"
-		case g.Clusters != nil:
-			kinds[i] = "clusters"
-		case g.Git != nil:
-			kinds[i] = "git"
-		case g.PullRequest != nil:
-			kinds[i] = "pullRequest"
 		case g.Matrix != nil:
 			kinds[i] = "matrix"
 		case g.Merge != nil:
 			kinds[i] = "merge"
 		default:
-			kinds[i] = "?"
+			kinds[i] = leafKind(g.List != nil, g.Clusters != nil, g.Git != nil, g.PullRequest != nil)
 		}
 	}
 	return strings.Join(kinds, "+")
+}
+
+// leafKind names a generator that has no children by which of its fields is set.
+func leafKind(list, clusters, git, pullRequest bool) string {
+	switch {
+	case list:
+		return "list"
+	case clusters:
+		return "clusters"
+	case git:
+		return "git"
+	case pullRequest:
+		return "pullRequest"
+	}
+	return "?"
 }
 
 func newAppSetGetCommand() *cobra.Command {
