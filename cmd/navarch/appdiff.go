@@ -87,9 +87,9 @@ func printAppDiff(out io.Writer, app *navarchv1.Application, now time.Time, p pa
 		}
 		return fmt.Errorf("application %s has sync status %s: %s", key, orDefault(string(st.Sync.Status), "Unknown"), why)
 	}
-	fmt.Fprintf(out, "Application %s is %s with %s (compared %s ago); %d %s differ from Git:\n", key,
+	fmt.Fprintf(out, "Application %s is %s with %s (compared %s ago); %d %s from Git:\n", key,
 		p.sync(st.Sync.Status, string(st.Sync.Status)), orDash(shortRevision(st.Sync.Revision)), comparedAgo(st, now),
-		n, plural(n, "resource", "resources"))
+		n, plural(n, "resource differs", "resources differ"))
 	if n > 0 {
 		if err := printTable(out, resourceRows(st.Resources, true, p)); err != nil {
 			return err
