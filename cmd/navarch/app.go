@@ -189,11 +189,17 @@ func newAppGetCommand() *cobra.Command {
 
 // application gets the Application name in the session's namespace.
 func (s *session) application(ctx context.Context, name string) (*navarchv1.Application, error) {
-	app := &navarchv1.Application{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, app); err != nil {
-		return nil, notFound(err, "Application", s.ns, name)
+	return getNamed(ctx, s, "Application", name, &navarchv1.Application{})
+}
+
+// getNamed reads the named object of kind in the session's namespace; a missing one is an
+// error naming the kind, the namespace and the name.
+func getNamed[T client.Object](ctx context.Context, s *session, kind, name string, obj T) (T, error) {
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, obj); err != nil {
+		var zero T
+		return zero, notFound(err, kind, s.ns, name)
 	}
-	return app, nil
+	return obj, nil
 }
 
 // describeApplication prints what a user needs to know about an Application, most

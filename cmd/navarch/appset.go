@@ -220,11 +220,7 @@ func newAppSetGetCommand() *cobra.Command {
 }
 
 func (s *session) applicationSet(ctx context.Context, name string) (*navarchv1.ApplicationSet, error) {
-	set := &navarchv1.ApplicationSet{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, set); err != nil {
-		return nil, notFound(err, "ApplicationSet", s.ns, name)
-	}
-	return set, nil
+	return getNamed(ctx, s, "ApplicationSet", name, &navarchv1.ApplicationSet{})
 }
 
 func describeApplicationSet(out io.Writer, set *navarchv1.ApplicationSet, apps []navarchv1.Application, now time.Time, p palette) error {
