@@ -36,9 +36,10 @@ const AnnotationConfirmDeletions = "navarch.io/confirm-deletions"
 // maxStatusApplications caps status.applications; the rest are counted.
 const maxStatusApplications = 500
 
-// The permissions of the controller (config/rbac is generated from these markers): cluster-wide
-// access to navarch's kinds, and in its own namespace only, Secrets (repository credentials),
-// Events and the leader-election Lease.
+// The permissions of the controller (config/rbac is generated from these markers; more in
+// application.go and cluster.go): cluster-wide access to navarch's kinds, and in its own
+// namespace only, Secrets (repository credentials, kubeconfigs), Events and the
+// leader-election Lease.
 //
 // +kubebuilder:rbac:groups=navarch.io,resources=applicationsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=navarch.io,resources=applicationsets/status,verbs=get;update;patch
