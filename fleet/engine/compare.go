@@ -52,6 +52,32 @@ func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
 	return navarchv1.ResourceRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
+// namespaceCheck looks each namespace up at most once per comparison. A failed lookup counts
+// as existing: the dry run then tells what is wrong.
+type namespaceCheck struct {
+	remote *clustercache.Remote
+	mu     sync.Mutex
+	known  map[string]bool
+}
+
+func (n *namespaceCheck) exists(ctx context.Context, name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ok, seen := n.known[name]; seen {
+		return ok
+	}
+	exists := true
+	if m, err := n.remote.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}); err == nil {
+		_, err := n.remote.Resource(m, "").Get(ctx, name, metav1.GetOptions{})
+		exists = !apierrors.IsNotFound(err)
+	}
+	if n.known == nil {
+		n.known = map[string]bool{}
+	}
+	n.known[name] = exists
+	return exists
+}
+
 // absent stands for the hash of a live object that does not exist, in dry-run cache keys.
 const absent = "absent"
 
@@ -207,6 +233,7 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 	c := &comparison{resources: desired}
 	ignoreHash := ignoreKey(app.Spec.IgnoreDifferences)
 	desiredKeys := map[string]bool{}
+	namespaces := &namespaceCheck{remote: remote}
 	// Objects are compared concurrently: each comparison may wait for a dry run.
 	var wg sync.WaitGroup
 	limit := make(chan struct{}, compareConcurrency)
@@ -215,7 +242,7 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 		limit <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-limit }()
-			e.compareOne(ctx, appKey, remote, r, ig, ignoreHash)
+			e.compareOne(ctx, appKey, remote, r, ig, ignoreHash, namespaces)
 		})
 	}
 	wg.Wait()
@@ -281,7 +308,7 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 }
 
 // compareOne compares one desired resource with the cluster.
-func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string) {
+func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string, namespaces *namespaceCheck) {
 	r.status = navarchv1.SyncStatusOutOfSync
 	if r.mapping == nil {
 		r.message = fmt.Sprintf("the cluster does not serve kind %s (%s)", r.gvk.Kind, r.gvk.GroupVersion().String())
@@ -310,6 +337,14 @@ func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, re
 		cacheKey, desiredHash := remote.Name+"/"+r.key(), diff.Hash(r.obj)
 		if _, ok := e.dryRuns.get(cacheKey, desiredHash, absent, ignoreHash); ok {
 			r.message = "missing from the cluster"
+			r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
+			return
+		}
+		// A dry run in a namespace that does not exist can only fail: one lookup of the
+		// namespace spares the dry runs of all its objects.
+		if r.ref.Namespace != "" && !namespaces.exists(ctx, r.ref.Namespace) {
+			r.missingNamespace = true
+			r.message = fmt.Sprintf("namespace %q does not exist yet", r.ref.Namespace)
 			r.health = &navarchv1.HealthStatus{Status: navarchv1.HealthMissing}
 			return
 		}
