@@ -81,12 +81,17 @@ func (e *Engine) replace(ctx context.Context, remote *clustercache.Remote, r *re
 	return client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager, FieldValidation: validation})
 }
 
-// remove deletes a live object with the given propagation policy; an object already gone is
-// not an error.
+// remove deletes a live object with the given propagation policy; an object already gone, or
+// replaced by another of the same name, is not an error.
 func (e *Engine) remove(ctx context.Context, remote *clustercache.Remote, r *resource, policy metav1.DeletionPropagation) error {
+	return e.deleteLive(ctx, remote, r, r.live, policy)
+}
+
+// deleteLive deletes live, the object r names, if it is still the same object (UID).
+func (e *Engine) deleteLive(ctx context.Context, remote *clustercache.Remote, r *resource, live *unstructured.Unstructured, policy metav1.DeletionPropagation) error {
 	err := remote.Resource(r.mapping, r.ref.Namespace).Delete(ctx, r.ref.Name, metav1.DeleteOptions{
 		PropagationPolicy: &policy,
-		Preconditions:     &metav1.Preconditions{UID: new(r.live.GetUID())},
+		Preconditions:     &metav1.Preconditions{UID: new(live.GetUID())},
 	})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil

@@ -87,8 +87,9 @@ const compareConcurrency = 8
 // comparison is the outcome of comparing an Application's desired objects with the cluster.
 type comparison struct {
 	commit    string
-	resources []*resource // desired ones first, then ones to prune
-	hooks     []*resource // hooks, not compared
+	resources []*resource  // desired ones first, then ones to prune
+	hooks     []*resource  // hooks, not compared
+	ignore    *diff.Ignore // the Application's compiled ignoreDifferences
 	sync      navarchv1.SyncStatusCode
 	health    navarchv1.HealthStatus
 	errors    []string // comparison problems for the ComparisonError condition
@@ -204,6 +205,35 @@ func setAnnotation(obj *unstructured.Unstructured, key, value string) {
 	obj.SetAnnotations(annotations)
 }
 
+// inventory calls found for each object of the Application's inventory (status.resources,
+// hooks excluded) that is still live and still tracked by it, with its live state, wave and
+// sync options filled in. Objects whose kind is gone went with it; objects another
+// Application tracks now are no longer this one's.
+func (e *Engine) inventory(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, opts syncOptions, found func(*resource)) error {
+	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	for _, inv := range app.Status.Resources {
+		if inv.Hook {
+			continue
+		}
+		r := &resource{gvk: schema.GroupVersionKind{Group: inv.Group, Version: inv.Version, Kind: inv.Kind}, ref: inv.ResourceRef}
+		if r.mapping, r.mappingErr = remote.Mapping(r.gvk); r.mapping == nil {
+			continue
+		}
+		live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
+		if err != nil {
+			return err
+		}
+		if owner, ok := clustercache.TrackedBy(live); !ok || owner != appKey {
+			continue
+		}
+		r.live = live
+		r.wave = waveOf(r)
+		r.options = opts.withAnnotation(live)
+		found(r)
+	}
+	return nil
+}
+
 // crdScopes maps the kinds defined by CustomResourceDefinitions among objs to their scope.
 func crdScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
 	out := map[schema.GroupKind]string{}
@@ -230,7 +260,7 @@ func objName(obj *unstructured.Unstructured) string {
 // adds the inventory's resources that are no longer desired.
 func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, desired []*resource, ig *diff.Ignore, opts syncOptions) *comparison {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
-	c := &comparison{resources: desired}
+	c := &comparison{resources: desired, ignore: ig}
 	ignoreHash := ignoreKey(app.Spec.IgnoreDifferences)
 	desiredKeys := map[string]bool{}
 	namespaces := &namespaceCheck{remote: remote}
@@ -254,38 +284,23 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 			c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), r.sharedWith))
 		}
 	}
-	for _, inv := range app.Status.Resources {
-		if inv.Hook {
-			continue
-		}
-		gvk := schema.GroupVersionKind{Group: inv.Group, Version: inv.Version, Kind: inv.Kind}
-		r := &resource{gvk: gvk, ref: inv.ResourceRef, prune: true, status: navarchv1.SyncStatusOutOfSync}
+	err := e.inventory(ctx, app, remote, opts, func(r *resource) {
 		if desiredKeys[r.key()] {
-			continue
+			return
 		}
-		r.mapping, r.mappingErr = remote.Mapping(gvk)
-		if r.mapping == nil {
-			continue // the kind is gone, and with it the object
-		}
-		live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
-		if err != nil {
-			c.errors = append(c.errors, err.Error())
-			r.status = navarchv1.SyncStatusUnknown
-			c.resources = append(c.resources, r)
-			continue
-		}
-		if owner, ok := clustercache.TrackedBy(live); live == nil || !ok || owner != appKey {
-			continue // gone, or no longer ours: nothing to prune
-		}
-		r.live = live
-		r.wave = waveOf(r)
-		r.options = opts.withAnnotation(live)
-		r.health = health.Assess(live)
+		r.prune, r.status = true, navarchv1.SyncStatusOutOfSync
+		r.health = health.Assess(r.live)
 		r.message = "no longer in Git"
 		c.resources = append(c.resources, r)
+	})
+	if err != nil {
+		c.errors = append(c.errors, err.Error())
+		c.sync = navarchv1.SyncStatusUnknown
 	}
 
-	c.sync = navarchv1.SyncStatusSynced
+	if c.sync == "" {
+		c.sync = navarchv1.SyncStatusSynced
+	}
 	worst := navarchv1.HealthHealthy
 	var healthMessage string
 	for _, r := range c.resources {

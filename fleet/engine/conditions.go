@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
-	"github.com/navarch-io/navarch/fleet/diff"
 )
 
 // Ready condition reasons.
@@ -64,10 +63,6 @@ func shortCommit(c string) string {
 		return c[:8]
 	}
 	return c
-}
-
-func compileIgnore(app *navarchv1.Application) (*diff.Ignore, error) {
-	return diff.CompileIgnore(app.Spec.IgnoreDifferences)
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

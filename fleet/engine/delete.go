@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -20,23 +19,8 @@ func (e *Engine) Delete(ctx context.Context, app *navarchv1.Application, remote 
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	opts := e.syncOptions(app)
 	var rs []*resource
-	for _, inv := range app.Status.Resources {
-		gvk := schema.GroupVersionKind{Group: inv.Group, Version: inv.Version, Kind: inv.Kind}
-		r := &resource{gvk: gvk, ref: inv.ResourceRef}
-		r.mapping, r.mappingErr = remote.Mapping(gvk)
-		if r.mapping == nil {
-			continue // the kind is gone, and its objects with it
-		}
-		live, err := remote.Live(ctx, r.mapping, inv.Namespace, inv.Name)
-		if err != nil {
-			return 0, err
-		}
-		if owner, ok := clustercache.TrackedBy(live); live == nil || !ok || owner != appKey {
-			continue
-		}
-		r.live, r.wave = live, waveOf(r)
-		r.options = opts.withAnnotation(live)
-		rs = append(rs, r)
+	if err := e.inventory(ctx, app, remote, opts, func(r *resource) { rs = append(rs, r) }); err != nil {
+		return 0, err
 	}
 	slices.SortFunc(rs, pruneOrder)
 	for _, r := range rs {

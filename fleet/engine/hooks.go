@@ -268,14 +268,7 @@ func (e *Engine) deleteHook(ctx context.Context, remote *clustercache.Remote, r 
 	if err := e.releaseHook(ctx, remote, r, live); err != nil {
 		return err
 	}
-	policy := metav1.DeletePropagationBackground // the Job's pods go too
-	err := remote.Resource(r.mapping, r.ref.Namespace).Delete(ctx, r.ref.Name, metav1.DeleteOptions{
-		PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: new(live.GetUID())},
-	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
+	return e.deleteLive(ctx, remote, r, live, metav1.DeletePropagationBackground) // the Job's pods go too
 }
 
 // cleanupHooks deletes the instances of this attempt whose delete policy matches how the

@@ -145,8 +145,7 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 		if err != nil {
 			return 0, e.fail(ctx, app, remote, nil, err.Error())
 		}
-		ig, _ := compileIgnore(app)
-		c := e.compare(ctx, app, remote, desired, ig, opts)
+		c := e.compare(ctx, app, remote, desired, cmp.ignore, opts)
 		resources, hooks = c.resources, h
 	}
 
@@ -268,7 +267,7 @@ func (e *Engine) runOperation(ctx context.Context, app *navarchv1.Application, r
 			case opts.on("ApplyOutOfSyncOnly") && t.res.status == navarchv1.SyncStatusSynced:
 				e.record(state, t, navarchv1.ResultSynced, "already in sync")
 			default:
-				wait, err := e.applyTask(ctx, app, remote, t)
+				wait, err := e.applyTask(ctx, app, remote, t, cmp.ignore)
 				if transient(err) {
 					state.Message = fmt.Sprintf("%s %s: %v (will retry)", t.res.ref.Kind, t.res.ref.Name, err)
 					return 0, err
@@ -613,7 +612,7 @@ func (e *Engine) validate(app *navarchv1.Application, plan, pending []*resource)
 
 // applyTask applies one resource. It returns a non-empty wait message when the resource
 // cannot be applied yet: its kind's CRD is not established.
-func (e *Engine) applyTask(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, t *task) (string, error) {
+func (e *Engine) applyTask(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, t *task, ig *diff.Ignore) (string, error) {
 	r := t.res
 	if r.mapping == nil {
 		m, err := remote.Mapping(r.gvk)
@@ -625,10 +624,6 @@ func (e *Engine) applyTask(ctx context.Context, app *navarchv1.Application, remo
 	}
 	desired := r.obj
 	if r.live != nil && r.options.on("RespectIgnoreDifferences") {
-		ig, err := compileIgnore(app)
-		if err != nil {
-			return "", &PermanentError{err}
-		}
 		desired = desired.DeepCopy()
 		if err := ig.RespectLive(desired, r.live); err != nil {
 			return "", &PermanentError{err}
