@@ -40,7 +40,7 @@ spec:
 `,
 }
 
-// BenchmarkSync200Applications measures the sync throughput budget of DESIGN.md (run once:
+// BenchmarkSync200Applications measures the sync throughput budget of bench/README.md (run once:
 // -benchtime=1x): 200 Applications of 4 objects each, half on cluster east and half on west,
 // from creation until every one is Synced and Healthy (navarch-s), against a bare client-go
 // server-side-apply loop applying the same 800 objects to the same apiservers with the same
@@ -235,7 +235,7 @@ func benchRepo(b *testing.B, name string, files map[string]string) string {
 	return git.RepoURL(name)
 }
 
-// BenchmarkFiveWaves measures the wave budget of DESIGN.md (run once: -benchtime=1x): an
+// BenchmarkFiveWaves measures the wave budget of bench/README.md (run once: -benchtime=1x): an
 // Application of 5 ConfigMaps in waves 0..4, synced through the operation field, 5 times.
 // sync-ms is from the request until the operation is seen Succeeded (goal < 1000);
 // gap-ms is the time between one wave's object appearing in the cluster (it is then healthy:

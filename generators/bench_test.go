@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkGenerate10k generates the 10,000 parameter sets of 100 clusters x 100 app
-// directories, the scale of DESIGN.md's 10k-Application budget, in both modes.
+// directories, the scale of the 10k-Application render budget (bench/README.md), in both modes.
 func BenchmarkGenerate10k(b *testing.B) {
 	var clusters []navarchv1.Cluster
 	for i := range 100 {

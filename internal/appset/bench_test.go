@@ -23,7 +23,7 @@ func (t memTree) Snapshot(context.Context, string, string) (generators.GitTree, 
 	return t, nil
 }
 
-// BenchmarkExpand10k is the DESIGN.md budget "render 10,000 Applications ≤ 0.5 s": an
+// BenchmarkExpand10k is the bench/README.md budget "render 10,000 Applications ≤ 0.5 s": an
 // ApplicationSet whose matrix of 100 Git directories × 100 clusters gives 10,000
 // Applications, generated and rendered end to end, in both template modes.
 func BenchmarkExpand10k(b *testing.B) {

@@ -20,7 +20,7 @@ import (
 	"github.com/navarch-io/navarch/internal/scheme"
 )
 
-// BenchmarkApplicationSet10k measures the DESIGN.md budgets for the ApplicationSet controller
+// BenchmarkApplicationSet10k measures the bench/README.md budgets for the ApplicationSet controller
 // on one real apiserver (run it once: -benchtime=1x):
 //   - bare-10k-s: a bare client with 16 concurrent writers creates 10,000 Applications;
 //   - create-10k-s: an ApplicationSet generating 10,000 Applications, from creation until every
