@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/engine"
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/internal/credentials"
 	"github.com/navarch-io/navarch/internal/gitrepo"
 	"github.com/navarch-io/navarch/internal/scheme"
 )
@@ -31,9 +34,18 @@ import (
 type Options struct {
 	// Config reaches the management cluster.
 	Config *rest.Config
-	// MetricsAddr serves Prometheus metrics; "0" disables. Default ":8080".
+	// MetricsAddr serves Prometheus metrics; "0" disables. Default ":8443".
 	MetricsAddr string
-	// ProbeAddr serves /healthz and /readyz; "0" disables. Default ":8081".
+	// MetricsInsecure serves metrics over plain HTTP without authentication, which is allowed
+	// on a loopback address only. By default metrics are served over HTTPS, and each request
+	// must carry a bearer token that the management cluster authenticates (TokenReview) and
+	// authorizes for `get` on the non-resource URL /metrics (SubjectAccessReview).
+	MetricsInsecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint; empty means a
+	// self-signed certificate generated at start.
+	MetricsCertDir string
+	// ProbeAddr serves /healthz and /readyz; "0" disables. Default "127.0.0.1:8081"; in a
+	// Pod, bind the Pod's IP, which the kubelet probes.
 	ProbeAddr string
 	// LeaderElection makes only one replica active at a time.
 	LeaderElection bool
@@ -79,10 +91,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.MetricsAddr == "" {
-		o.MetricsAddr = ":8080"
+		o.MetricsAddr = ":8443"
 	}
 	if o.ProbeAddr == "" {
-		o.ProbeAddr = ":8081"
+		o.ProbeAddr = "127.0.0.1:8081"
 	}
 	if o.SystemNamespace == "" {
 		o.SystemNamespace = "navarch-system"
@@ -127,11 +139,15 @@ func Run(ctx context.Context, opts Options) error {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	metrics, err := metricsOptions(opts)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
 		Logger:                  opts.Logger,
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "navarch-controller",
@@ -156,7 +172,10 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer reader.Close()
-	creds := repoCredentials{c: mgr.GetAPIReader(), namespace: opts.SystemNamespace}
+	creds, err := credentialStore(cfg, mgr, opts.SystemNamespace)
+	if err != nil {
+		return err
+	}
 	enabled := func(name string) bool { return len(opts.Controllers) == 0 || slices.Contains(opts.Controllers, name) }
 	for _, name := range opts.Controllers {
 		if !slices.Contains([]string{"applicationset", "application", "cluster"}, name) {
@@ -165,7 +184,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	fetcher := source.New(source.Options{
 		Git:          reader,
-		Credentials:  creds.lookup,
+		Credentials:  creds.Lookup,
 		PollInterval: opts.GitPollInterval,
 	})
 	apps := &ApplicationReconciler{
@@ -180,6 +199,7 @@ func Run(ctx context.Context, opts Options) error {
 		QPS:       opts.ClusterQPS,
 		Burst:     opts.ClusterBurst,
 		Logger:    opts.Logger.WithName("clusters"),
+		OnReady:   func(name string) { apps.ClusterReady(ctx, name) },
 	})
 	if enabled("application") {
 		if err := apps.SetupWithManager(mgr); err != nil {
@@ -201,7 +221,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := (&ApplicationSetReconciler{
 		Client:           mgr.GetClient(),
-		Git:              appset.GitReader(reader, creds.lookup),
+		Git:              appset.GitReader(reader, creds.Lookup),
 		WriteConcurrency: opts.WriteConcurrency,
 		MaxParamSets:     opts.MaxParamSets,
 		ErrorRequeue:     opts.ErrorRequeue,
@@ -211,32 +231,62 @@ func Run(ctx context.Context, opts Options) error {
 	return mgr.Start(ctx)
 }
 
-// repoCredentials finds the credentials of a repository in Secrets of the system namespace
-// labelled navarch.io/secret-type=repository, whose `url` is the repository URL or a prefix of
-// it, with `username` and `password` (or token) keys. The longest matching URL wins.
-type repoCredentials struct {
-	c         client.Reader
-	namespace string
+// +kubebuilder:rbac:groups="",namespace=navarch-system,resources=secrets,verbs=get;list;watch
+
+// credentialStore returns the repository credential lookup, reading through a cache of only
+// the labelled Secrets of the system namespace, which the manager starts and stops.
+func credentialStore(cfg *rest.Config, mgr ctrl.Manager, namespace string) (*credentials.Store, error) {
+	secrets, err := cache.New(cfg, cache.Options{
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+			Label: labels.SelectorFromSet(labels.Set{credentials.LabelSecretType: credentials.SecretTypeRepository}),
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the repository credential cache: %w", err)
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return nil, err
+	}
+	return &credentials.Store{Reader: secrets, Namespace: namespace}, nil
 }
 
-// LabelSecretType marks credential Secrets; value `repository`.
-const LabelSecretType = "navarch.io/secret-type"
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-func (r repoCredentials) lookup(ctx context.Context, repoURL string) (*gitrepo.Credentials, error) {
-	var secrets corev1.SecretList
-	if err := r.c.List(ctx, &secrets, client.InNamespace(r.namespace), client.MatchingLabels{LabelSecretType: "repository"}); err != nil {
-		return nil, fmt.Errorf("list repository credentials in %s: %w", r.namespace, err)
+// metricsOptions serves metrics over HTTPS behind Kubernetes authentication and
+// authorization, or, when asked, over plain HTTP on a loopback address.
+func metricsOptions(opts Options) (metricsserver.Options, error) {
+	if opts.MetricsAddr == "0" {
+		return metricsserver.Options{BindAddress: "0"}, nil
 	}
-	var best *corev1.Secret
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		url := strings.TrimSuffix(string(s.Data["url"]), "/")
-		if url != "" && strings.HasPrefix(repoURL, url) && (best == nil || len(url) > len(best.Data["url"])) {
-			best = s
+	if opts.MetricsInsecure {
+		if !loopback(opts.MetricsAddr) {
+			return metricsserver.Options{}, fmt.Errorf("controller: metrics without authentication may only be served on a loopback address, not %q: "+
+				"bind 127.0.0.1 or serve them securely", opts.MetricsAddr)
 		}
+		return metricsserver.Options{BindAddress: opts.MetricsAddr}, nil
 	}
-	if best == nil {
-		return nil, nil
+	return metricsserver.Options{
+		BindAddress:    opts.MetricsAddr,
+		SecureServing:  true,
+		CertDir:        opts.MetricsCertDir,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}, nil
+}
+
+// loopback reports whether addr (host:port) binds only a loopback interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
 	}
-	return &gitrepo.Credentials{Username: string(best.Data["username"]), Password: string(best.Data["password"])}, nil
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -6,16 +6,21 @@ import (
 	"sync/atomic"
 )
 
-// controllerWrites counts the API writes the controller under test makes, per resource, so
-// tests and benchmarks assert on writes rather than on timing.
+// controllerWrites counts the API writes the controller under test makes, per resource, and
+// its Secret LISTs, so tests and benchmarks assert on requests rather than on timing.
 var controllerWrites = &writeCounter{}
 
 type writeCounter struct {
 	applications, applicationSets atomic.Int64
+	// secretLists counts LISTs of Secrets (not watches).
+	secretLists atomic.Int64
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/secrets") && req.URL.Query().Get("watch") != "true" {
+			w.secretLists.Add(1)
+		}
 		if req.Method != http.MethodGet {
 			switch {
 			case strings.Contains(req.URL.Path, "/applicationsets"):

@@ -192,10 +192,10 @@ func scrub(s string, secrets []string) string {
 	return s
 }
 
-// redactURL renders a repository URL for messages without its user info.
+// RedactURL renders a repository URL without its user info, for messages and output.
 // It copes with strings that are no URLs, which may still carry a password
 // before an '@' ("user:pass@host:path" even parses, as an opaque URL).
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.Host != "" && u.Opaque == "" {
 		u.User = nil
 		return u.String()

@@ -73,8 +73,8 @@ func TestRedactURL(t *testing.T) {
 		"not a url at all, with no user info": "not a url at all, with no user info",
 	}
 	for raw, want := range tests {
-		if got := redactURL(raw); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }

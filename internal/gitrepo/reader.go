@@ -39,9 +39,8 @@
 // [Credentials] are passed per call, typically read by the caller from a
 // Kubernetes Secret. They reach git only as an Authorization header in the
 // environment of the git child process, scoped to the repository's origin:
-// never in process arguments, files or error messages. User info in a
-// repository URL is used as credentials when none are passed, and stripped
-// from the URL. Git runs with a private HOME and without system or global
+// never in process arguments, files or error messages. A repository URL
+// with user info is refused with [ErrInvalidURL]. Git runs with a private HOME and without system or global
 // configuration, so no credential helper, .netrc or user setting applies.
 //
 // Every call asks the server at least once with the caller's credentials
@@ -254,7 +253,7 @@ func (r *Reader) Stats() Stats {
 func (r *Reader) Resolve(ctx context.Context, repoURL, revision string, creds *Credentials) (string, error) {
 	rp, a, err := r.open(repoURL, creds)
 	if err != nil {
-		return "", &Error{Op: "resolve", URL: redactURL(repoURL), Revision: revision, Err: err}
+		return "", &Error{Op: "resolve", URL: RedactURL(repoURL), Revision: revision, Err: err}
 	}
 	t, err := r.resolve(ctx, rp, a, revision)
 	if err != nil {
@@ -269,7 +268,7 @@ func (r *Reader) Resolve(ctx context.Context, repoURL, revision string, creds *C
 func (r *Reader) Snapshot(ctx context.Context, repoURL, revision string, creds *Credentials) (Snapshot, error) {
 	rp, a, err := r.open(repoURL, creds)
 	if err != nil {
-		return nil, &Error{Op: "snapshot", URL: redactURL(repoURL), Revision: revision, Err: err}
+		return nil, &Error{Op: "snapshot", URL: RedactURL(repoURL), Revision: revision, Err: err}
 	}
 	s, err := r.snapshot(ctx, rp, a, revision)
 	if err != nil {
@@ -334,7 +333,7 @@ func (r *Reader) open(repoURL string, creds *Credentials) (*repo, *auth, error) 
 		rp = newRepo(r, u.canonical)
 		r.repos[u.canonical] = rp
 	}
-	return rp, newAuth(u.origin, u.credentials(creds)), nil
+	return rp, newAuth(u.origin, credentials(creds)), nil
 }
 
 // resolve turns revision into a commit (see Resolve).

@@ -483,8 +483,8 @@ func TestBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	withUser.User = url.UserPassword(user, password)
-	if _, err := r.Resolve(ctx, withUser.String(), "main", nil); err != nil {
-		t.Errorf("Resolve with credentials in the URL: %v", err)
+	if _, err := r.Resolve(ctx, withUser.String(), "main", nil); !errors.Is(err, gitrepo.ErrInvalidURL) || strings.Contains(err.Error(), password) {
+		t.Errorf("Resolve with credentials in the URL: %v; want ErrInvalidURL without the password", err)
 	}
 
 	secrets := []string{password, base64.StdEncoding.EncodeToString([]byte(user + ":" + password))}
@@ -496,7 +496,6 @@ func TestBasicAuth(t *testing.T) {
 		"wrong password":               {repoURL, "main", &gitrepo.Credentials{Username: user, Password: password + "x"}},
 		"no credentials":               {repoURL, "main", nil},
 		"wrong password, cached SHA":   {repoURL, commit, &gitrepo.Credentials{Username: user, Password: "guess"}},
-		"wrong password in URL":        {strings.Replace(withUser.String(), password, "bad-"+password, 1), "main", nil},
 		"password only (token), wrong": {repoURL, "main", &gitrepo.Credentials{Password: password}},
 	} {
 		snap, err := r.Snapshot(ctx, call.url, call.rev, call.creds)

@@ -17,8 +17,6 @@ type repoURL struct {
 	canonical string
 	// origin is scheme://host[:port], the scope of the credentials.
 	origin string
-	// user is the user info the URL carried, if any.
-	user *url.Userinfo
 }
 
 // parseRepoURL validates raw as an http(s) repository URL.
@@ -30,39 +28,37 @@ func parseRepoURL(raw string) (repoURL, error) {
 			hint = " (SSH URLs are not supported; use an https:// URL)"
 		}
 		// url's error quotes the input, which may hold a password.
-		return repoURL{}, fmt.Errorf("%w: %q does not parse%s", ErrInvalidURL, redactURL(raw), hint)
+		return repoURL{}, fmt.Errorf("%w: %q does not parse%s", ErrInvalidURL, RedactURL(raw), hint)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch {
 	case scheme != "http" && scheme != "https":
-		return repoURL{}, fmt.Errorf("%w: %q: scheme must be http or https", ErrInvalidURL, redactURL(raw))
+		return repoURL{}, fmt.Errorf("%w: %q: scheme must be http or https", ErrInvalidURL, RedactURL(raw))
 	case u.Host == "" || u.Opaque != "":
-		return repoURL{}, fmt.Errorf("%w: %q: no host", ErrInvalidURL, redactURL(raw))
+		return repoURL{}, fmt.Errorf("%w: %q: no host", ErrInvalidURL, RedactURL(raw))
 	case u.Fragment != "":
-		return repoURL{}, fmt.Errorf("%w: %q: fragments are not allowed", ErrInvalidURL, redactURL(raw))
+		return repoURL{}, fmt.Errorf("%w: %q: fragments are not allowed", ErrInvalidURL, RedactURL(raw))
+	case u.User != nil:
+		// User info is refused rather than used: it would be stored and shown wherever the
+		// URL is (specs, status history, CLI output), and "host:port@other-host" reads like
+		// one host while naming another, which misleads credential lookups by URL.
+		return repoURL{}, fmt.Errorf("%w: %q: user info (user:password@) is not allowed in a repository URL; "+
+			"keep credentials in a repository credential Secret", ErrInvalidURL, RedactURL(raw))
 	}
-	user := u.User
-	u.User = nil
 	u.Scheme = scheme
 	u.Host = strings.ToLower(u.Host)
 	return repoURL{
 		canonical: u.String(),
 		origin:    scheme + "://" + u.Host,
-		user:      user,
 	}, nil
 }
 
-// credentials picks the credentials of a call: explicit ones win over user
-// info in the URL.
-func (u repoURL) credentials(creds *Credentials) Credentials {
-	if creds != nil {
-		return *creds
-	}
-	if u.user == nil {
+// credentials returns the credentials of a call; nil means anonymous.
+func credentials(creds *Credentials) Credentials {
+	if creds == nil {
 		return Credentials{}
 	}
-	pass, _ := u.user.Password()
-	return Credentials{Username: u.user.Username(), Password: pass}
+	return *creds
 }
 
 // remoteRefs is the answer of git ls-remote.

@@ -8,11 +8,10 @@ import (
 
 func TestParseRepoURL(t *testing.T) {
 	tests := []struct {
-		raw, canonical, origin, user string
+		raw, canonical, origin string
 	}{
-		{"https://git.example.com/org/apps.git", "https://git.example.com/org/apps.git", "https://git.example.com", ""},
-		{"HTTPS://Git.Example.COM:8443/Org/Apps", "https://git.example.com:8443/Org/Apps", "https://git.example.com:8443", ""},
-		{"http://bot:s3cret@127.0.0.1:8080/a.git", "http://127.0.0.1:8080/a.git", "http://127.0.0.1:8080", "bot"},
+		{"https://git.example.com/org/apps.git", "https://git.example.com/org/apps.git", "https://git.example.com"},
+		{"HTTPS://Git.Example.COM:8443/Org/Apps", "https://git.example.com:8443/Org/Apps", "https://git.example.com:8443"},
 	}
 	for _, tc := range tests {
 		u, err := parseRepoURL(tc.raw)
@@ -20,28 +19,16 @@ func TestParseRepoURL(t *testing.T) {
 			t.Errorf("parseRepoURL(%q): %v", tc.raw, err)
 			continue
 		}
-		if u.canonical != tc.canonical || u.origin != tc.origin || u.credentials(nil).Username != tc.user {
-			t.Errorf("parseRepoURL(%q) = %q, %q, user %q; want %q, %q, %q", tc.raw, u.canonical, u.origin, u.credentials(nil).Username, tc.canonical, tc.origin, tc.user)
+		if u.canonical != tc.canonical || u.origin != tc.origin {
+			t.Errorf("parseRepoURL(%q) = %q, %q; want %q, %q", tc.raw, u.canonical, u.origin, tc.canonical, tc.origin)
 		}
 	}
-	for _, raw := range []string{"", "apps", "/srv/git/apps", "file:///srv/git/apps", "ssh://git@host/apps.git", "git@host:apps.git", "https://", "https://host/a#b"} {
+	for _, raw := range []string{"", "apps", "/srv/git/apps", "file:///srv/git/apps", "ssh://git@host/apps.git", "git@host:apps.git", "https://", "https://host/a#b",
+		// User info is refused, whether it is credentials or a host in disguise.
+		"http://bot:s3cret@127.0.0.1:8080/a.git", "http://bot@host/a.git", "http://127.0.0.1:38503@127.0.0.1:18080/probe.git"} {
 		if _, err := parseRepoURL(raw); !errors.Is(err, ErrInvalidURL) {
 			t.Errorf("parseRepoURL(%q) = %v, want ErrInvalidURL", raw, err)
 		}
-	}
-}
-
-func TestCredentialsPrecedence(t *testing.T) {
-	u, err := parseRepoURL("https://url-user:url-pass@host/a.git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := u.credentials(nil); got != (Credentials{"url-user", "url-pass"}) {
-		t.Errorf("credentials(nil) = %v, want those of the URL", got)
-	}
-	explicit := &Credentials{Username: "x", Password: "y"}
-	if got := u.credentials(explicit); got != *explicit {
-		t.Errorf("credentials(explicit) = %v, want the explicit ones", got)
 	}
 }
 
