@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
-	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/internal/destination"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -120,16 +120,10 @@ type matrixSummary struct {
 // buildFleetMatrix groups Applications into rows and places them in the column of the
 // cluster their destination resolves to, as the controller resolves it.
 func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster) fleetMatrix {
-	byServer := map[string]string{}
 	registered := map[string]bool{}
 	var m fleetMatrix
 	for _, c := range clusters {
 		registered[c.Name] = true
-		if c.Spec.Server != "" {
-			if _, taken := byServer[c.Spec.Server]; !taken {
-				byServer[c.Spec.Server] = c.Name
-			}
-		}
 		m.Clusters = append(m.Clusters, matrixColumn{Name: c.Name, Registered: true})
 	}
 	slices.SortFunc(m.Clusters, func(a, b matrixColumn) int { return strings.Compare(a.Name, b.Name) })
@@ -141,7 +135,7 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 	rows := map[string]*matrixRow{}
 	extra := map[string]bool{}
 	for _, app := range apps {
-		column := destinationCluster(app.Spec.Destination, byServer)
+		column := destinationCluster(app.Spec.Destination, clusters)
 		if !registered[column] {
 			extra[column] = true
 		}
@@ -209,17 +203,14 @@ func boolOrder(b bool) int {
 	return 0
 }
 
-// destinationCluster names the cluster a destination resolves to: in-cluster, a registered
-// Cluster, or the destination as written when no Cluster matches.
-func destinationCluster(d navarchv1.ApplicationDestination, byServer map[string]string) string {
-	switch {
-	case d.Name == navarchv1.InClusterName || (d.Name == "" && d.Server == appset.InClusterServer):
-		return navarchv1.InClusterName
-	case d.Name != "":
-		return d.Name
-	}
-	if name, ok := byServer[d.Server]; ok {
+// destinationCluster names the cluster a destination resolves to, as the controller resolves
+// it: in-cluster, a registered Cluster, or the destination as written when no Cluster matches.
+func destinationCluster(d navarchv1.ApplicationDestination, clusters []navarchv1.Cluster) string {
+	if name, err := destination.Resolve(d, clusters); err == nil {
 		return name
+	}
+	if d.Name != "" {
+		return d.Name
 	}
 	return d.Server
 }

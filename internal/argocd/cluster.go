@@ -16,13 +16,11 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/destination"
 )
 
 // LabelSecretType marks Argo CD's declarative Secrets; value `cluster` for clusters.
 const LabelSecretType = "argocd.argoproj.io/secret-type"
-
-// InClusterServer is the server URL by which Argo CD names the cluster it runs in.
-const InClusterServer = "https://kubernetes.default.svc"
 
 // KubeconfigKey is the key of the kubeconfig in the Secrets ClusterSecret writes.
 const KubeconfigKey = "value"
@@ -134,7 +132,7 @@ func (c *clusterConverter) convert(in *corev1.Secret, data map[string]secretValu
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(in), Annotations: c.annotations(in)},
 		Spec:       navarchv1.ClusterSpec{Server: server},
 	}
-	if strings.TrimSuffix(server, "/") == InClusterServer {
+	if destination.NormalizeServer(server) == destination.InClusterServer {
 		cluster.Spec.InCluster = true
 		if cfg, ok := data["config"]; ok && hasCredentials(cfg.value) {
 			c.warn(cfg.field, "dropped: navarch reaches the cluster it runs in with its own service account (spec.inCluster)")
