@@ -43,6 +43,17 @@ const (
 	// ApplicationSharedResourceWarning is True when a resource is also tracked by another
 	// Application.
 	ApplicationSharedResourceWarning = "SharedResourceWarning"
+	// ApplicationDeletionError is True while a deleted Application cannot delete its
+	// resources yet, e.g. because its cluster does not answer; the Application keeps its
+	// finalizer and finishes deleting once it can.
+	ApplicationDeletionError = "DeletionError"
+)
+
+// Application condition reasons set outside a sync operation.
+const (
+	// ReasonClusterUnavailable: the destination cluster is not registered, not connected yet,
+	// or does not answer.
+	ReasonClusterUnavailable = "ClusterUnavailable"
 )
 
 // Cluster Ready condition reasons.

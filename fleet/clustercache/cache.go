@@ -50,6 +50,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger is the cache's logger.
 	Logger logr.Logger
+	// OnReady, when set, is called with a cluster's name when it is connected and when its
+	// probe succeeds after failing, so that work waiting for the cluster can resume at once.
+	OnReady func(cluster string)
 }
 
 // Cache holds one Remote per Cluster. It is safe for concurrent use.
@@ -107,6 +110,9 @@ func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote,
 		return nil, err
 	}
 	c.remotes[cluster.Name] = r
+	if c.opts.OnReady != nil {
+		c.opts.OnReady(cluster.Name)
+	}
 	return r, nil
 }
 

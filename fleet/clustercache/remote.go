@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -51,6 +52,7 @@ type Remote struct {
 	informers  map[schema.GroupVersionResource]*watch
 	lastReset  time.Time
 	probeError error
+	onReady    func(cluster string)
 }
 
 // watch is the informer of one resource type.
@@ -88,6 +90,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "cluster-" + name},
 		),
 		informers: map[schema.GroupVersionResource]*watch{},
+		onReady:   opts.OnReady,
 	}
 	for range opts.Workers {
 		go r.work(opts.Handler)
@@ -112,30 +115,37 @@ func (r *Remote) work(h Handler) {
 		if shutdown {
 			return
 		}
+		start := time.Now()
 		after, err := r.handle(h, key)
+		reconcileDuration.WithLabelValues(r.Name).Observe(time.Since(start).Seconds())
 		switch {
 		case err != nil:
+			reconcileTotal.WithLabelValues(r.Name, "error").Inc()
+			reconcileErrors.WithLabelValues(r.Name).Inc()
 			r.log.Error(err, "Reconciling Application failed", "application", key.String())
 			r.queue.AddRateLimited(key)
 		case after > 0:
+			reconcileTotal.WithLabelValues(r.Name, "requeue_after").Inc()
 			r.queue.Forget(key)
 			r.queue.AddAfter(key, after)
 		default:
+			reconcileTotal.WithLabelValues(r.Name, "success").Inc()
 			r.queue.Forget(key)
 		}
 		r.queue.Done(key)
 	}
 }
 
-// handle runs h, turning a panic into an error so one bad Application cannot stop the
-// cluster's workers.
+// handle runs h with a logger that names the Application, the cluster and a reconcile ID,
+// turning a panic into an error so one bad Application cannot stop the cluster's workers.
 func (r *Remote) handle(h Handler, key types.NamespacedName) (after time.Duration, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return h(r.ctx, r, key)
+	log := r.log.WithValues("application", key.String(), "reconcileID", uuid.NewUUID())
+	return h(logr.NewContext(r.ctx, log), r, key)
 }
 
 // Probe asks the cluster for its version and records the outcome for Ready.
@@ -153,8 +163,12 @@ func (r *Remote) Probe(ctx context.Context) (string, error) {
 		}
 	}
 	r.mu.Lock()
+	recovered := r.probeError != nil && err == nil
 	r.probeError = err
 	r.mu.Unlock()
+	if recovered && r.onReady != nil {
+		r.onReady(r.Name)
+	}
 	return version, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,19 +25,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/engine"
-	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/internal/destination"
 )
 
 // +kubebuilder:rbac:groups=navarch.io,resources=applications/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// ReasonClusterUnavailable is the Ready reason of an Application whose destination cluster is
-// not registered or does not answer.
-const ReasonClusterUnavailable = "ClusterUnavailable"
 
 // ApplicationReconciler syncs Applications to their clusters. Its controller-runtime side only
 // routes: it finds an Application's destination cluster and queues the Application on that
@@ -53,6 +50,10 @@ type ApplicationReconciler struct {
 	// written remembers each Application as its last status write left it, so a worker never
 	// acts on a cached copy older than its own last write.
 	written sync.Map // types.NamespacedName → *navarchv1.Application
+
+	// connected carries ClusterReady notices to the router.
+	connected     chan event.GenericEvent
+	connectedOnce sync.Once
 }
 
 // Reconcile routes one Application to its cluster's queue.
@@ -72,22 +73,42 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		remote.Enqueue(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	if !app.DeletionTimestamp.IsZero() && errors.Is(err, errNoCluster) {
+	deleting := !app.DeletionTimestamp.IsZero()
+	if deleting && errors.Is(err, destination.ErrNoCluster) {
 		// The destination is no longer registered: nothing can delete its resources.
 		return ctrl.Result{}, r.removeFinalizer(ctx, app)
 	}
-	// Report the unavailable cluster; its Cluster's next status change requeues the
-	// Application.
+	// Report the unavailable cluster; its Cluster's next status change, or its connection,
+	// requeues the Application.
 	before := app.Status.DeepCopy()
 	app.Status.Sync.Status = navarchv1.SyncStatusUnknown
 	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
-		Type: navarchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonClusterUnavailable,
+		Type: navarchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: navarchv1.ReasonClusterUnavailable,
 		Message: truncate(err.Error(), 1024), ObservedGeneration: app.Generation,
 	})
+	if deleting && controllerutil.ContainsFinalizer(app, navarchv1.FinalizerResources) {
+		r.deletionBlocked(ctx, app, err)
+	}
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.patchStatus(ctx, app, before)
 }
 
-var errNoCluster = errors.New("no such Cluster")
+// deletionBlocked says, in a condition and once in an Event and the log, why a deleted
+// Application waits and what will happen.
+func (r *ApplicationReconciler) deletionBlocked(ctx context.Context, app *navarchv1.Application, cause error) {
+	msg := fmt.Sprintf("waiting to delete %d resources: the destination cluster is unavailable (%v); "+
+		"deletion finishes when the cluster answers again; to give up on the resources instead, remove the finalizer %s",
+		len(app.Status.Resources), cause, navarchv1.FinalizerResources)
+	if c := meta.FindStatusCondition(app.Status.Conditions, navarchv1.ApplicationDeletionError); c == nil || c.Status != metav1.ConditionTrue {
+		ctrl.LoggerFrom(ctx).Info("Deletion waits for an unavailable cluster", "application", klog.KObj(app), "reason", cause.Error())
+		if r.Events != nil {
+			r.Events.Eventf(app, nil, corev1.EventTypeWarning, "DeletionWaiting", "Delete", "%s", truncate(msg, 1024))
+		}
+	}
+	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type: navarchv1.ApplicationDeletionError, Status: metav1.ConditionTrue, Reason: navarchv1.ReasonClusterUnavailable,
+		Message: truncate(msg, 2048), ObservedGeneration: app.Generation,
+	})
+}
 
 // remote returns the cluster cache's Remote of app's destination.
 func (r *ApplicationReconciler) remote(ctx context.Context, app *navarchv1.Application) (*clustercache.Remote, error) {
@@ -103,29 +124,14 @@ func (r *ApplicationReconciler) remote(ctx context.Context, app *navarchv1.Appli
 
 // destination resolves spec.destination to a Cluster name.
 func (r *ApplicationReconciler) destination(ctx context.Context, app *navarchv1.Application) (string, error) {
-	d := app.Spec.Destination
-	if d.Name == navarchv1.InClusterName || (d.Name == "" && d.Server == appset.InClusterServer) {
+	if destination.InCluster(app.Spec.Destination) {
 		return navarchv1.InClusterName, nil
-	}
-	if d.Name != "" {
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: d.Name}, &navarchv1.Cluster{}); err != nil {
-			if client.IgnoreNotFound(err) == nil {
-				return "", fmt.Errorf("spec.destination.name: %w named %q", errNoCluster, d.Name)
-			}
-			return "", err
-		}
-		return d.Name, nil
 	}
 	var clusters navarchv1.ClusterList
 	if err := r.Client.List(ctx, &clusters); err != nil {
 		return "", err
 	}
-	for _, c := range clusters.Items {
-		if c.Spec.Server == d.Server {
-			return c.Name, nil
-		}
-	}
-	return "", fmt.Errorf("spec.destination.server: %w with server %q", errNoCluster, d.Server)
+	return destination.Resolve(app.Spec.Destination, clusters.Items)
 }
 
 // Process reconciles one Application on its cluster: it runs on the cluster's own workers.
@@ -137,7 +143,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	if last, ok := r.written.Load(key); ok {
 		// The cache may not have seen our last write yet: continue from what was written.
 		mine := last.(*navarchv1.Application)
-		if resourceVersion(app) < resourceVersion(mine) {
+		if older, err := resourceversion.CompareResourceVersion(app.ResourceVersion, mine.ResourceVersion); err == nil && older < 0 {
 			app = mine.DeepCopy()
 		}
 	}
@@ -149,9 +155,6 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 		// meanwhile must not be lost when the cluster answers again.
 		return 5 * time.Second, nil //nolint:nilerr // the router reports the cluster's error
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("application", klog.KObj(app), "cluster", remote.Name)
-	ctx = ctrl.LoggerInto(ctx, log)
-
 	if !app.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, app, remote)
 	}
@@ -162,7 +165,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	if err := errors.Join(err, r.patchStatus(ctx, app, before)); err != nil {
 		return 0, err // a step that hit a transient error is saved, then retried with backoff
 	}
-	r.observe(app, before.OperationState, app.Status.OperationState)
+	r.observe(ctx, app, before.OperationState, app.Status.OperationState)
 	if res.ClearOperation || refresh || len(res.Annotations) > 0 {
 		patch := client.MergeFrom(app.DeepCopy())
 		if res.ClearOperation {
@@ -187,11 +190,15 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	return res.RequeueAfter, nil
 }
 
-// observe turns operation transitions into Kubernetes Events and metrics.
-func (r *ApplicationReconciler) observe(app *navarchv1.Application, before, after *navarchv1.OperationState) {
+// observe turns operation transitions into log lines, Kubernetes Events and metrics: each
+// operation's start, every retry, and its end are logged once, at the default level, with the
+// revision and the reason. The logger of ctx names the Application, its cluster and the
+// reconcile.
+func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Application, before, after *navarchv1.OperationState) {
 	if after == nil {
 		return
 	}
+	log := ctrl.LoggerFrom(ctx).WithValues("revision", after.SyncResult.Revision)
 	event := func(typ, reason, msg string) {
 		if r.Events != nil {
 			r.Events.Eventf(app, nil, typ, reason, "Sync", "%s", truncate(msg, 1024))
@@ -206,17 +213,21 @@ func (r *ApplicationReconciler) observe(app *navarchv1.Application, before, afte
 		case after.Operation.InitiatedBy.Username != "":
 			who = after.Operation.InitiatedBy.Username
 		}
+		log.Info("Operation started", "initiatedBy", who)
 		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %.8s started by %s", after.SyncResult.Revision, who))
 	}
 	if !started && after.RetryCount > before.RetryCount {
+		log.Info("Operation failed; retrying", "retry", after.RetryCount, "nextRetryAt", after.NextRetryAt, "reason", after.Message)
 		event(corev1.EventTypeWarning, "OperationRetrying", after.Message)
 	}
 	if after.Phase == navarchv1.OperationRunning || (!started && before.Phase == after.Phase) {
 		return
 	}
 	if after.Phase == navarchv1.OperationSucceeded {
+		log.Info("Operation succeeded", "message", after.Message)
 		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %.8s: %s", after.SyncResult.Revision, after.Message))
 	} else {
+		log.Info("Operation ended", "phase", after.Phase, "reason", after.Message, "retries", after.RetryCount)
 		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), after.Message)
 	}
 	operationResults.WithLabelValues(string(after.Phase)).Inc()
@@ -265,23 +276,18 @@ func (r *ApplicationReconciler) patchStatus(ctx context.Context, app *navarchv1.
 	return nil
 }
 
-// resourceVersion orders versions of one object; the API server's versions are increasing
-// integers (etcd revisions).
-func resourceVersion(obj client.Object) int64 {
-	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	return rv
-}
-
 // SetupWithManager registers the router. Applications are routed when anything but their
 // status changes; Clusters requeue their Applications when their readiness changes.
 func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Clusters == nil || r.Engine == nil {
 		return errMissingDependency("ApplicationReconciler needs Client, Clusters and Engine")
 	}
+	r.connectedOnce.Do(r.initConnected)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
+		WatchesRawSource(source.Channel(r.connected, r.clusterHandler())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("application").
 		Complete(r)
@@ -306,7 +312,7 @@ func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
 		}
 		for i := range apps.Items {
 			d := apps.Items[i].Spec.Destination
-			if d.Name == c.Name || (d.Name == "" && d.Server == c.Spec.Server) {
+			if destination.Names(d, c) || (c.Name == navarchv1.InClusterName && destination.InCluster(d)) {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: apps.Items[i].Namespace, Name: apps.Items[i].Name}})
 			}
 		}
@@ -326,5 +332,31 @@ func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q handlerQueue) {
 			enqueue(ctx, e.Object.(*navarchv1.Cluster), q)
 		},
+		// Generic events come from the cluster cache when a cluster connects or answers again
+		// (see ClusterReady), which a Cluster's status need not show: after a restart, it
+		// already said Ready.
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q handlerQueue) {
+			c := e.Object.(*navarchv1.Cluster)
+			if c.Name != navarchv1.InClusterName {
+				if err := r.Client.Get(ctx, types.NamespacedName{Name: c.Name}, c); err != nil {
+					return // deleted meanwhile: its delete event requeues its Applications
+				}
+			}
+			enqueue(ctx, c, q)
+		},
 	}
+}
+
+func (r *ApplicationReconciler) initConnected() { r.connected = make(chan event.GenericEvent, 1024) }
+
+// ClusterReady is the cluster cache's callback for a cluster that connected or answered again:
+// it requeues the cluster's Applications, which may wait in the router for it.
+func (r *ApplicationReconciler) ClusterReady(ctx context.Context, name string) {
+	r.connectedOnce.Do(r.initConnected)
+	go func() {
+		select {
+		case r.connected <- event.GenericEvent{Object: &navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		case <-ctx.Done():
+		}
+	}()
 }
