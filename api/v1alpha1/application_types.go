@@ -80,10 +80,12 @@ type ApplicationSpec struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.kustomize) && has(self.helm))",message="at most one of kustomize and helm may be set"
 // +kubebuilder:validation:XValidation:rule="!(has(self.directory) && (has(self.kustomize) || has(self.helm)))",message="directory cannot be combined with kustomize or helm"
 type ApplicationSource struct {
-	// repoURL is the URL of the Git repository (HTTP or HTTPS).
+	// repoURL is the URL of the Git repository (HTTP or HTTPS). It must not carry user info
+	// (`user:password@`): credentials live in repository credential Secrets.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(?i:https?)://[^/?#]*@') && !self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace"
 	RepoURL string `json:"repoURL"`
 
 	// path is the directory inside the repository, relative to its root.

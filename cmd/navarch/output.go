@@ -140,7 +140,7 @@ func printTable(out io.Writer, rows [][]string) error {
 	for _, row := range rows {
 		var line strings.Builder
 		for i, c := range row {
-			line.WriteString(c)
+			line.WriteString(redactUserInfo(c))
 			if i < len(row)-1 {
 				line.WriteString(strings.Repeat(" ", widths[i]-visibleWidth(c)+3))
 			}
@@ -161,7 +161,7 @@ func printFields(out io.Writer, fields [][]string) error {
 	for _, f := range fields {
 		label := f[0]
 		pad := max(fieldWidth-visibleWidth(label), 1)
-		if _, err := io.WriteString(out, strings.TrimRight(label+strings.Repeat(" ", pad)+f[1], " ")+"\n"); err != nil {
+		if _, err := io.WriteString(out, strings.TrimRight(label+strings.Repeat(" ", pad)+redactUserInfo(f[1]), " ")+"\n"); err != nil {
 			return err
 		}
 	}
@@ -204,10 +204,14 @@ func printObjects(out io.Writer, format string, asList bool, objs ...client.Obje
 	return printDocument(out, format, doc)
 }
 
-// printDocument prints any value as indented JSON or as YAML.
+// printDocument prints any value as indented JSON or as YAML, with user info removed from
+// the URLs in its strings.
 func printDocument(out io.Writer, format string, doc any) error {
 	var data []byte
 	var err error
+	if m, err := toGeneric(doc); err == nil {
+		doc = redactStrings(m)
+	}
 	if format == "json" {
 		data, err = json.MarshalIndent(doc, "", "  ")
 		data = append(data, '\n')
@@ -292,4 +296,49 @@ func labelList(labels map[string]string) string {
 		parts[i] = k + "=" + labels[k]
 	}
 	return strings.Join(parts, ",")
+}
+
+// userInfo matches the user info of URLs inside any text: everything between "scheme://" and
+// an "@" before the host's end.
+var userInfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s"'<>]*@`)
+
+// redactUserInfo removes user info (which may hold a password or token) from every URL in s.
+// Every CLI output goes through it: a URL with credentials may have been stored before
+// navarch refused them, and such a URL must not be shown.
+func redactUserInfo(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return userInfo.ReplaceAllString(s, "$1")
+}
+
+// toGeneric turns v into maps, slices and scalars, as JSON would.
+func toGeneric(v any) (any, error) {
+	switch v.(type) {
+	case map[string]any, []any:
+		return v, nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(data, &out)
+}
+
+// redactStrings applies redactUserInfo to every string in a generic value, in place.
+func redactStrings(v any) any {
+	switch t := v.(type) {
+	case string:
+		return redactUserInfo(t)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = redactStrings(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = redactStrings(e)
+		}
+	}
+	return v
 }
