@@ -13,9 +13,10 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	var (
-		opts  controller.Options
-		kube  kubeFlags
-		zapOp = zap.Options{}
+		opts          controller.Options
+		metricsSecure bool
+		kube          kubeFlags
+		zapOp         = zap.Options{}
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -34,13 +35,16 @@ configuration; outside, the kubeconfig like kubectl.`,
 			logger := zap.New(zap.UseFlagOptions(&zapOp))
 			ctrl.SetLogger(logger)
 			opts.Config, opts.Logger = cfg, logger
+			opts.MetricsInsecure = !metricsSecure
 			return controller.Run(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
 	kube.addTo(f)
-	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint; "0" disables it`)
-	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables them`)
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus metrics endpoint; "0" disables it`)
+	f.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the management cluster authenticates and authorizes for GET /metrics; false serves plain HTTP, on a loopback address only")
+	f.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
+	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", "127.0.0.1:8081", `address of /healthz and /readyz; in a Pod, the Pod's IP, which the kubelet probes; "0" disables them`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader so only one replica is active")
 	f.StringVar(&opts.SystemNamespace, "system-namespace", "navarch-system", "namespace of the leader lease and repository credential Secrets")
 	f.StringSliceVar(&opts.Namespaces, "namespaces", nil, "watch only these namespaces (default: all)")
