@@ -49,6 +49,7 @@ type ApplicationList struct {
 type ApplicationSpec struct {
 	// source is the Git location of the manifests.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!self.repoURL.matches('^(?i:https?)://[^/?#]*@') && !self.repoURL.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="repoURL must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace",fieldPath=".repoURL"
 	Source ApplicationSource `json:"source"`
 
 	// destination is the cluster and default namespace the manifests are applied to.
@@ -85,7 +86,6 @@ type ApplicationSource struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(?i:https?)://[^/?#]*@') && !self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace"
 	RepoURL string `json:"repoURL"`
 
 	// path is the directory inside the repository, relative to its root.
@@ -348,6 +348,7 @@ type SyncOperation struct {
 	Revision string `json:"revision,omitempty"`
 	// source to sync instead of spec.source, e.g. the source of a history entry.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.repoURL.matches('^(?i:https?)://[^/?#]*@') && !self.repoURL.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="repoURL must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace",fieldPath=".repoURL"
 	Source *ApplicationSource `json:"source,omitempty"`
 	// prune deletes resources that are no longer in Git.
 	// +optional

@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,17 +34,20 @@ func TestRepoURLMustNotCarryCredentials(t *testing.T) {
       destination: {name: in-cluster, namespace: default}`,
 			} {
 				err := apiClient.Create(context.Background(), decode(t, y))
-				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "repoURL: Invalid value") || !strings.Contains(err.Error(), "must not carry user info") {
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "source.repoURL: Invalid value") || !strings.Contains(err.Error(), "must not carry user info") {
 					t.Errorf("%s with repoURL %s: %v; want Invalid naming repoURL", kind, url, err)
+				}
+				if userinfo := url[strings.Index(url, "://")+3 : strings.LastIndex(url, "@")+1]; err != nil && strings.Contains(err.Error(), userinfo) {
+					t.Errorf("%s: the error repeats the credentials: %v", kind, err)
 				}
 			}
 		})
 	}
-	for _, url := range []string{"https://git.example/r.git", "http://127.0.0.1:8080/org/r.git", "ssh://git@git.example/r.git", "https://git.example/r@v1.git"} {
+	for i, url := range []string{"https://git.example/r.git", "http://127.0.0.1:8080/org/r.git", "ssh://git@git.example/r.git", "https://git.example/r@v1.git"} {
 		obj := decode(t, appHeader+`spec:
   source: {repoURL: '`+url+`', path: apps}
   destination: {name: in-cluster, namespace: default}`)
-		obj.SetName("valid-" + strings.NewReplacer(":", "", "/", "", ".", "", "@", "").Replace(url)[:20])
+		obj.SetName(fmt.Sprintf("valid-%d", i))
 		if err := apiClient.Create(context.Background(), obj); err != nil {
 			t.Errorf("repoURL %s: %v; want it accepted", url, err)
 			continue
