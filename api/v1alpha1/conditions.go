@@ -56,6 +56,33 @@ const (
 	ReasonClusterUnavailable = "ClusterUnavailable"
 )
 
+// Application condition reasons set by the sync engine. Ready is derived from the others, the
+// most important first: ComparisonFailed, SyncFailed, Syncing, OutOfSync, NotHealthy.
+const (
+	// ReasonSyncedAndHealthy (Ready True): the live state matches Git and every resource is
+	// healthy.
+	ReasonSyncedAndHealthy = "SyncedAndHealthy"
+	// ReasonOutOfSync (Ready False): the live state differs from Git.
+	ReasonOutOfSync = "OutOfSync"
+	// ReasonSyncing (Ready False, Reconciling True): an operation is running; the message is
+	// the operation's.
+	ReasonSyncing = "Syncing"
+	// ReasonSyncFailed (Ready False, SyncError True): the last operation failed, or it waits to
+	// retry a failed attempt.
+	ReasonSyncFailed = "SyncFailed"
+	// ReasonComparisonFailed (Ready False, ComparisonError True): the source could not be
+	// fetched or rendered, an ignore rule is invalid, or the cluster could not be read.
+	ReasonComparisonFailed = "ComparisonFailed"
+	// ReasonNotHealthy (Ready False): synced, but a resource is not healthy.
+	ReasonNotHealthy = "NotHealthy"
+	// ReasonEmptyRender (SyncError True): automated sync refused a source that renders no
+	// objects, because syncing it would prune every resource.
+	ReasonEmptyRender = "EmptyRender"
+	// ReasonSharedResource (SharedResourceWarning True): an object is also tracked by another
+	// Application.
+	ReasonSharedResource = "SharedResource"
+)
+
 // Cluster Ready condition reasons.
 const (
 	// ReasonConnected: the last probe reached the API server and read its version.
