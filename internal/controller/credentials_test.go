@@ -111,26 +111,30 @@ spec:
 // credentials go only to the scheme, host, port and path their Secret names.
 func TestRepositoryCredentialsStayWithTheirHost(t *testing.T) {
 	ns := namespace(t)
-	owner := startCaptureServer(t, "")  // the host the Secrets are for
-	victim := startCaptureServer(t, "") // a host a user names to steal them
+	owner := startCaptureServer(t, "")   // a host a Secret is for, as a whole
+	private := startCaptureServer(t, "") // a host where a Secret is for /private only
+	victim := startCaptureServer(t, "")  // a host a user names to steal credentials
 	redirector := startCaptureServer(t, victim.url())
 	const user, password = "deploy-bot", "s3cr3t-Pa55"
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 	createCredentialSecret(t, "probe-owner", owner.url(), user, password)
-	createCredentialSecret(t, "probe-private", owner.url()+"/private", user, password)
+	createCredentialSecret(t, "probe-private", private.url()+"/private", user, password)
 	createCredentialSecret(t, "probe-redirector", redirector.url(), user, password)
 
-	// Control: the owner's own repository gets the credentials. This also proves that the
+	// Controls: the Secrets' own repositories get the credentials. This also proves that the
 	// controller's Secret cache holds the Secrets before the other cases run.
-	applyAppSet(t, ns, gitGeneratorSet("control", owner.url()+"/private/repo.git"))
-	eventually(t, "the credentials reach their own host", func() string {
-		for _, r := range owner.authorized() {
-			if r.path == "/private/repo.git/info/refs" && r.authorization == basic {
-				return ""
+	applyAppSet(t, ns, gitGeneratorSet("control", owner.url()+"/team/repo.git"))
+	applyAppSet(t, ns, gitGeneratorSet("control-private", private.url()+"/private/repo.git"))
+	for _, srv := range []*captureServer{owner, private} {
+		eventually(t, "the credentials reach their own host", func() string {
+			for _, r := range srv.authorized() {
+				if strings.HasSuffix(r.path, "/repo.git/info/refs") && r.authorization == basic {
+					return ""
+				}
 			}
-		}
-		return fmt.Sprintf("requests seen: %+v", owner.requests())
-	})
+			return fmt.Sprintf("requests seen: %+v", srv.requests())
+		})
+	}
 
 	t.Run("user info naming the Secret's host", func(t *testing.T) {
 		// http://<owner>@<victim>/probe.git reads like the owner's host but names the victim.
@@ -146,13 +150,13 @@ func TestRepositoryCredentialsStayWithTheirHost(t *testing.T) {
 	})
 
 	t.Run("path prefix that is not a parent directory", func(t *testing.T) {
-		applyAppSet(t, ns, gitGeneratorSet("prefix", owner.url()+"/privateXYZ/repo.git"))
+		applyAppSet(t, ns, gitGeneratorSet("prefix", private.url()+"/privateXYZ/repo.git"))
 		waitForCondition(t, ns, "prefix", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonGeneratorError)
 		eventually(t, "the repository was asked for", func() string {
-			for _, r := range owner.requests() {
+			for _, r := range private.requests() {
 				if strings.HasPrefix(r.path, "/privateXYZ/") {
 					if r.authorization != "" {
-						t.Fatalf("credentials of %s/private were sent to %s: %q", owner.url(), r.path, r.authorization)
+						t.Fatalf("credentials of %s/private were sent to %s: %q", private.url(), r.path, r.authorization)
 					}
 					return ""
 				}
