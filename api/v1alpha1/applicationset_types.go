@@ -403,11 +403,12 @@ type ApplicationSetSyncPolicy struct {
 	// Application is deleted.
 	// +optional
 	PreserveResourcesOnDeletion bool `json:"preserveResourcesOnDeletion,omitempty"`
-	// maxDeletions caps how many Applications one pass may delete, as a count or a percentage
-	// of the existing ones; a pass over the budget deletes nothing and reports it.
+	// maxDeletions caps how many Applications one pass may delete, as a count (3 or "3") or a
+	// percentage of the existing ones ("25%"); a pass over the budget deletes nothing and
+	// reports it. Counts and percentages go up to 999999999, within the field's int32.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative count or a percentage such as 25%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 999999999 : self.matches('^[0-9]{1,9}%?$')",message="must be a count from 0 to 999999999 such as 3 or \"3\", or a percentage such as \"25%\""
 	MaxDeletions *intstr.IntOrString `json:"maxDeletions,omitempty"`
 }
 

@@ -129,6 +129,36 @@ func TestSchemaRejectsInvalidObjects(t *testing.T) {
 			field: "spec.syncPolicy.maxDeletions", want: "percentage",
 		},
 		{
+			name: "deletion budget that is a word",
+			yaml: appSetHeader + `spec:
+  syncPolicy: {maxDeletions: "abc"}
+  generators: [{clusters: {}}]` + appSetTemplate,
+			field: "spec.syncPolicy.maxDeletions", want: "percentage",
+		},
+		{
+			name: "negative deletion budget as a string",
+			yaml: appSetHeader + `spec:
+  syncPolicy: {maxDeletions: "-1"}
+  generators: [{clusters: {}}]` + appSetTemplate,
+			field: "spec.syncPolicy.maxDeletions", want: "percentage",
+		},
+		{
+			name: "negative deletion budget",
+			yaml: appSetHeader + `spec:
+  syncPolicy: {maxDeletions: -1}
+  generators: [{clusters: {}}]` + appSetTemplate,
+			field: "spec.syncPolicy.maxDeletions", want: "percentage",
+		},
+		{
+			// Stored, it would make every ApplicationSet list undecodable for the controller
+			// (the field is an int32).
+			name: "deletion budget too large for the controller to read",
+			yaml: appSetHeader + `spec:
+  syncPolicy: {maxDeletions: 3000000000}
+  generators: [{clusters: {}}]` + appSetTemplate,
+			field: "spec.syncPolicy.maxDeletions", want: "percentage",
+		},
+		{
 			name: "unknown goTemplateOptions",
 			yaml: appSetHeader + `spec:
   goTemplate: true
@@ -320,6 +350,23 @@ spec:
 			obj := decode(t, y)
 			if err := c.Create(context.Background(), obj); err != nil {
 				t.Fatalf("the apiserver rejected a valid %s: %v", obj.GetKind(), err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+		})
+	}
+}
+
+// TestMaxDeletionsIsACountOrAPercentage checks that a count means the same quoted or not, as it
+// does in the controller: "0" was once refused while 0 was accepted.
+func TestMaxDeletionsIsACountOrAPercentage(t *testing.T) {
+	c := apiClient
+	for _, v := range []string{`0`, `"0"`, `3`, `"3"`, `"25%"`, `"0%"`, `"100%"`} {
+		t.Run(v, func(t *testing.T) {
+			obj := decode(t, appSetHeader+`spec:
+  syncPolicy: {maxDeletions: `+v+`}
+  generators: [{clusters: {}}]`+appSetTemplate)
+			if err := c.Create(context.Background(), obj); err != nil {
+				t.Fatalf("the apiserver rejected maxDeletions: %s: %v", v, err)
 			}
 			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
 		})

@@ -25,8 +25,9 @@ type Expansion struct {
 	// Applications are the valid generated Applications, in generation order.
 	Applications []*navarchv1.Application
 	// Problems are generated Applications that cannot be written (empty or invalid name,
-	// duplicate name, unknown destination). The others proceed; a controller must leave any
-	// existing Application with a problem name alone rather than delete it.
+	// duplicate name, unknown destination). The others may be created and updated, but a
+	// controller must delete nothing while there is any problem: a broken name leaves no way
+	// to tell which existing Applications are really gone.
 	Problems []Problem
 	// RequeueAfter is the smallest periodic requeue interval any generator asks for; 0 if none.
 	RequeueAfter time.Duration

@@ -106,12 +106,19 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	p := r.plan(set, exp, existing)
-	writeErrs := r.execute(ctx, set, p)
+	done := r.execute(ctx, p)
+	writeErrs := done.errs
 	for name, err := range p.errs {
 		writeErrs[name] = err
 	}
-	if p.blockedDeletions == 0 {
-		// Used, or not needed: a stale confirmation must not approve a later deletion.
+	if errs := len(writeErrs) + len(exp.Problems); errs > 0 || done.created+done.updated+done.deleted > 0 || p.held > 0 {
+		log.Info("Applied ApplicationSet", "applicationSet", klog.KObj(set),
+			"created", done.created, "updated", done.updated, "deleted", done.deleted,
+			"errors", errs, "heldDeletions", p.held)
+	}
+	if p.held == 0 {
+		// Used, or not needed: a stale confirmation must not approve a later deletion. A held
+		// pass keeps it for the pass after the hold.
 		if err := r.clearAnnotation(ctx, set, AnnotationConfirmDeletions); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -135,13 +142,27 @@ type plan struct {
 	create, update, delete []*navarchv1.Application
 	// live holds the live Application each update is computed from, for its merge patch.
 	live map[string]*navarchv1.Application
-	// blockedDeletions counts deletions the budget held back.
-	blockedDeletions int
-	budget           int
-	confirmed        bool
+	// held counts the deletions this pass holds back, heldBy says why.
+	held   int
+	heldBy hold
+	// budget is the deletion budget when heldBy is holdBudget.
+	budget int
 	// errs are Applications that cannot be planned (a bad ignoreApplicationDifferences rule).
 	errs map[string]error
 }
+
+// hold is why a pass deletes none of the Applications that are no longer generated.
+type hold int
+
+const (
+	holdNone hold = iota
+	// holdProblems: a parameter set has a problem (a name that is invalid or generated twice,
+	// an unknown destination). The Applications that look gone may be the very ones whose new
+	// rendering broke: one mistake in the name template would otherwise delete them all.
+	holdProblems
+	// holdBudget: more deletions than spec.syncPolicy.maxDeletions allows, unconfirmed.
+	holdBudget
+)
 
 func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *appset.Expansion, existing map[string]*navarchv1.Application) plan {
 	policy := navarchv1.ApplicationsSyncSync
@@ -189,13 +210,16 @@ func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *apps
 		}
 	}
 	sort.Slice(p.delete, func(i, j int) bool { return p.delete[i].Name < p.delete[j].Name })
-	if budget, limited := deletionBudget(set, len(existing)); limited && len(p.delete) > budget {
-		p.budget = budget
-		p.confirmed = set.Annotations[AnnotationConfirmDeletions] == fmt.Sprint(len(p.delete))
-		if !p.confirmed {
-			p.blockedDeletions = len(p.delete)
-			p.delete = nil
-		}
+	if len(p.delete) == 0 {
+		return p
+	}
+	if len(exp.Problems) > 0 {
+		p.held, p.heldBy, p.delete = len(p.delete), holdProblems, nil
+		return p
+	}
+	budget, limited := deletionBudget(set, len(existing))
+	if limited && len(p.delete) > budget && set.Annotations[AnnotationConfirmDeletions] != fmt.Sprint(len(p.delete)) {
+		p.held, p.heldBy, p.budget, p.delete = len(p.delete), holdBudget, budget, nil
 	}
 	return p
 }
@@ -257,19 +281,28 @@ func merged(set *navarchv1.ApplicationSet, desired, live *navarchv1.Application)
 }
 
 // deletionBudget is how many Applications one pass may delete, and whether there is a limit.
+// A count means the same quoted or not ("3" and 3), as the schema allows both.
 func deletionBudget(set *navarchv1.ApplicationSet, existing int) (int, bool) {
 	if set.Spec.SyncPolicy == nil || set.Spec.SyncPolicy.MaxDeletions == nil {
 		return 0, false
 	}
-	budget, err := intstr.GetScaledValueFromIntOrPercent(set.Spec.SyncPolicy.MaxDeletions, existing, false)
+	maxDeletions := intstr.Parse(set.Spec.SyncPolicy.MaxDeletions.String())
+	budget, err := intstr.GetScaledValueFromIntOrPercent(&maxDeletions, existing, false)
 	if err != nil {
 		return 0, true // the schema prevents this; refuse deletions rather than guess
 	}
 	return budget, true
 }
 
-// execute writes the plan with bounded concurrency and returns the per-Application errors.
-func (r *ApplicationSetReconciler) execute(ctx context.Context, set *navarchv1.ApplicationSet, p plan) map[string]error {
+// applied is what execute did: the writes that succeeded and the ones that failed.
+type applied struct {
+	created, updated, deleted int
+	// errs are the failed writes by Application name.
+	errs map[string]error
+}
+
+// execute writes the plan with bounded concurrency.
+func (r *ApplicationSetReconciler) execute(ctx context.Context, p plan) applied {
 	log := ctrl.LoggerFrom(ctx)
 	type write struct {
 		app *navarchv1.Application
@@ -286,6 +319,7 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, set *navarchv1.A
 		writes = append(writes, write{a, "delete"})
 	}
 	errs := make([]error, len(writes))
+	wrote := make([]bool, len(writes))
 	g := errgroup.Group{}
 	g.SetLimit(max(1, r.WriteConcurrency))
 	for i, w := range writes {
@@ -299,26 +333,36 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, set *navarchv1.A
 				// computed from: a concurrent edit makes it fail and the next pass retries.
 				err = r.Client.Patch(ctx, w.app, client.MergeFromWithOptions(p.live[w.app.Name], client.MergeFromWithOptimisticLock{}))
 			case "delete":
-				err = client.IgnoreNotFound(r.Client.Delete(ctx, w.app))
+				if err = r.Client.Delete(ctx, w.app); apierrors.IsNotFound(err) {
+					return nil // already gone: nothing to do, nothing wrong
+				}
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("%s Application %s: %w", w.op, w.app.Name, err)
-			} else {
-				log.V(1).Info("Wrote Application", "op", w.op, "application", klog.KObj(w.app))
+				return nil
 			}
+			wrote[i] = true
+			log.V(1).Info("Wrote Application", "op", w.op, "application", klog.KObj(w.app))
 			return nil
 		})
 	}
 	_ = g.Wait()
-	out := map[string]error{}
-	for i, err := range errs {
-		if err != nil {
-			out[writes[i].app.Name] = err
+	out := applied{errs: map[string]error{}}
+	for i, w := range writes {
+		if errs[i] != nil {
+			out.errs[w.app.Name] = errs[i]
 		}
-	}
-	if len(p.create)+len(p.update)+len(p.delete) > 0 {
-		log.Info("Applied ApplicationSet", "applicationSet", klog.KObj(set),
-			"created", len(p.create), "updated", len(p.update), "deleted", len(p.delete), "errors", len(out))
+		if !wrote[i] {
+			continue
+		}
+		switch w.op {
+		case "create":
+			out.created++
+		case "update":
+			out.updated++
+		case "delete":
+			out.deleted++
+		}
 	}
 	return out
 }
@@ -377,13 +421,17 @@ func (r *ApplicationSetReconciler) summarise(set *navarchv1.ApplicationSet, exp 
 	set.Status.OmittedApplications = int64(max(0, len(names)-maxStatusApplications))
 
 	switch {
-	case p.blockedDeletions > 0:
+	case p.heldBy == holdBudget:
 		msg := fmt.Sprintf("this pass would delete %d Applications, over the budget of %d (spec.syncPolicy.maxDeletions); raise the budget, or confirm with the annotation %s=%d",
-			p.blockedDeletions, p.budget, AnnotationConfirmDeletions, p.blockedDeletions)
+			p.held, p.budget, AnnotationConfirmDeletions, p.held)
 		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, navarchv1.ReasonDeletionBudgetExceeded, msg)
 		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, navarchv1.ReasonDeletionBudgetExceeded, msg)
 	case len(problems) > 0:
 		msg := fmt.Sprintf("%d Applications could not be written: %s", len(problems), truncate(strings.Join(problems, "; "), 2000))
+		if p.heldBy == holdProblems {
+			msg = fmt.Sprintf("%d Applications could not be written, so deletions are held back: none of the %d Applications no longer generated is deleted until every parameter set renders a valid, unique name and a registered destination: %s",
+				len(problems), p.held, truncate(strings.Join(problems, "; "), 2000))
+		}
 		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, navarchv1.ReasonApplicationError, msg)
 		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, navarchv1.ReasonApplicationError, msg)
 	default:
