@@ -116,7 +116,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			"created", done.created, "updated", done.updated, "deleted", done.deleted,
 			"errors", errs, "heldDeletions", p.held)
 	}
-	if p.held == 0 {
+	if p.heldBy == holdNone {
 		// Used, or not needed: a stale confirmation must not approve a later deletion. A held
 		// pass keeps it for the pass after the hold.
 		if err := r.clearAnnotation(ctx, set, AnnotationConfirmDeletions); err != nil {
