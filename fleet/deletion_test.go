@@ -23,7 +23,7 @@ func TestDeletingAnApplicationOfAnUnreachableClusterWaitsAndSaysWhy(t *testing.T
 	ns := appNamespace(t)
 	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "hello")})
 	app := createApp(t, ns, fmt.Sprintf(`
-metadata: {name: doomed}
+metadata: {name: doomed, finalizers: [navarch.io/resources-finalizer]}
 spec:
   source: {repoURL: %s, targetRevision: main, path: cm}
   destination: {name: west, namespace: %s}

@@ -68,7 +68,13 @@ func Resolve(d navarchv1.ApplicationDestination, clusters []navarchv1.Cluster) (
 		}
 	}
 	if d.Name != "" {
-		return "", fmt.Errorf("spec.destination.name: %w named %q", ErrNoCluster, d.Name)
+		return "", &noClusterError{field: "spec.destination.name", what: fmt.Sprintf("named %q", d.Name)}
 	}
-	return "", fmt.Errorf("spec.destination.server: %w with server %q", ErrNoCluster, d.Server)
+	return "", &noClusterError{field: "spec.destination.server", what: fmt.Sprintf("with server %q", d.Server)}
 }
+
+// noClusterError names the destination field that matched no Cluster; it is ErrNoCluster.
+type noClusterError struct{ field, what string }
+
+func (e *noClusterError) Error() string        { return e.field + ": no Cluster " + e.what }
+func (e *noClusterError) Is(target error) bool { return target == ErrNoCluster }
