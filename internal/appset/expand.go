@@ -14,11 +14,9 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/generators"
+	"github.com/navarch-io/navarch/internal/destination"
 	"github.com/navarch-io/navarch/templates"
 )
-
-// InClusterServer is the API server URL by which Argo CD users name the management cluster.
-const InClusterServer = "https://kubernetes.default.svc"
 
 // Expansion is what one pass over an ApplicationSet produced.
 type Expansion struct {
@@ -144,27 +142,13 @@ func (e *Expansion) checkDestinations(ctx context.Context, lister generators.Clu
 	if err != nil {
 		return fmt.Errorf("list clusters: %w", err)
 	}
-	names := map[string]bool{navarchv1.InClusterName: true}
-	servers := map[string]bool{InClusterServer: true}
-	for _, c := range clusters {
-		names[c.Name] = true
-		if c.Spec.Server != "" {
-			servers[strings.TrimSuffix(c.Spec.Server, "/")] = true
-		}
-	}
 	kept := e.Applications[:0]
 	for _, app := range e.Applications {
-		d := app.Spec.Destination
-		switch {
-		case d.Name != "" && !names[d.Name]:
-			e.Problems = append(e.Problems, Problem{Name: app.Name,
-				Err: fmt.Errorf("spec.destination.name: no Cluster named %q", d.Name)})
-		case d.Name == "" && !servers[strings.TrimSuffix(d.Server, "/")]:
-			e.Problems = append(e.Problems, Problem{Name: app.Name,
-				Err: fmt.Errorf("spec.destination.server: no Cluster with server %q", d.Server)})
-		default:
-			kept = append(kept, app)
+		if _, err := destination.Resolve(app.Spec.Destination, clusters); err != nil {
+			e.Problems = append(e.Problems, Problem{Name: app.Name, Err: err})
+			continue
 		}
+		kept = append(kept, app)
 	}
 	e.Applications = kept
 	return nil
