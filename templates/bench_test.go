@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -101,6 +102,42 @@ func BenchmarkRender10k(b *testing.B) {
 			for b.Loop() {
 				for _, p := range sets {
 					if _, err := tmpl.Render(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRender10kAsExpand renders 10,000 Applications the way a pass of Expand does: a
+// fresh Budget and Engine, the template compiled through the Engine, every render charged.
+func BenchmarkRender10kAsExpand(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{
+		{"fasttemplate", Options{}},
+		{"goTemplate", Options{GoTemplate: true, GoTemplateOptions: []string{"missingkey=error"}}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			tmpl := benchTemplate(mode.opts.GoTemplate)
+			sets := benchParams(10000, mode.opts.GoTemplate)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				opts := mode.opts
+				opts.Budget = NewBudget(5*time.Second, 256<<20)
+				e, err := NewEngine(opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := e.Compile(tmpl, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, p := range sets {
+					if _, err := c.Render(p); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -29,6 +29,13 @@
 // WithParamSet adds which parameter set of which generator failed. Merge applies a generator's
 // template override before Compile.
 //
+// Rendering is bounded, since templates come from tenants and run in the controller: every
+// rendered string (MaxFieldSize), Application (MaxApplicationSize), value a function makes
+// (MaxValueSize) and loop (MaxSteps) is capped, and a Budget in Options bounds the time and
+// bytes of a whole pass. Crossing a limit is a *LimitError inside the *FieldError of the field.
+// limits.go lists the limits, output.go and instrument.go stop a running template, and
+// sprig.go bounds the template functions.
+//
 // The package is pure: no Kubernetes client, no logging, no environment. Its only package state
 // is the function map, built once and never modified, and a pool of scratch buffers.
 package templates

@@ -1,11 +1,9 @@
 package templates
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"sync"
-	"text/template"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -25,7 +23,7 @@ type Engine struct {
 }
 
 type parsed struct {
-	tmpl *template.Template
+	tmpl *goText
 	err  error
 }
 
@@ -35,7 +33,7 @@ func NewEngine(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	opts.GoTemplateOptions = slices.Clone(opts.GoTemplateOptions)
-	return &Engine{opts: opts, parser: &goParser{options: opts.GoTemplateOptions}, cache: map[string]parsed{}}, nil
+	return &Engine{opts: opts, parser: newGoParser(opts), cache: map[string]parsed{}}, nil
 }
 
 // Options returns the Engine's options.
@@ -46,10 +44,11 @@ func (e *Engine) Options() Options {
 }
 
 // RenderString renders s with params: `{{ key }}` substitution in fasttemplate mode, Go
-// text/template in goTemplate mode.
+// text/template in goTemplate mode. The result may be at most MaxFieldSize bytes and is
+// charged to the Engine's Budget.
 func (e *Engine) RenderString(s string, params map[string]any) (string, error) {
 	if !e.opts.GoTemplate {
-		return renderFast(s, params)
+		return renderFastCharged(s, params, e.opts.Budget)
 	}
 	if !strings.Contains(s, openTag) {
 		return s, nil
@@ -58,7 +57,7 @@ func (e *Engine) RenderString(s string, params map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return executeGo(t, params)
+	return renderString(t, params, e.opts.Budget)
 }
 
 // Compile is Compile with the Engine's options, sharing its cache of parsed templates.
@@ -70,7 +69,7 @@ func (e *Engine) Compile(tmpl navarchv1.ApplicationSetTemplate, patch *string) (
 	return compile(newCompiler(e.opts, parse), tmpl, patch)
 }
 
-func (e *Engine) parse(s string) (*template.Template, error) {
+func (e *Engine) parse(s string) (*goText, error) {
 	e.mu.RLock()
 	p, ok := e.cache[s]
 	e.mu.RUnlock()
@@ -94,22 +93,26 @@ func RenderString(s string, params map[string]any, opts Options) (string, error)
 		return "", err
 	}
 	if !opts.GoTemplate {
-		return renderFast(s, params)
+		return renderFastCharged(s, params, opts.Budget)
 	}
 	if !strings.Contains(s, openTag) {
 		return s, nil
 	}
-	t, err := parseGo(s, opts.GoTemplateOptions)
+	t, err := newGoParser(opts).parse(s)
 	if err != nil {
 		return "", err
 	}
-	return executeGo(t, params)
+	return renderString(t, params, opts.Budget)
 }
 
-func executeGo(t *template.Template, params map[string]any) (string, error) {
-	var buf bytes.Buffer
-	if err := executeInto(t, params, &buf); err != nil {
+// renderFastCharged is renderFast, charging budget for the result.
+func renderFastCharged(s string, params map[string]any, budget *Budget) (string, error) {
+	r, err := renderFast(s, params, MaxFieldSize)
+	if err != nil {
 		return "", err
 	}
-	return buf.String(), nil
+	if err := budget.charge(len(r)); err != nil {
+		return "", err
+	}
+	return r, nil
 }

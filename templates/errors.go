@@ -99,7 +99,10 @@ func cleanExecError(err error) error {
 	marker := `executing "` + tmplName + `" at <`
 	if i := strings.Index(rest, marker); i >= 0 {
 		if j := strings.Index(rest[i+len(marker):], ">: "); j >= 0 {
-			return &templateError{msg: rest[i+len(marker)+j+3:], err: err}
+			body := rest[i+len(marker)+j+3:]
+			// The guard that addGuards inserts is not the user's: its error stands alone.
+			body = strings.TrimPrefix(body, "error calling "+guardFunc+": ")
+			return &templateError{msg: body, err: err}
 		}
 	}
 	return err

@@ -1,7 +1,9 @@
 package templates_test
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/templates"
@@ -63,4 +65,29 @@ func ExampleRenderString() {
 		map[string]any{"path.basename": "guestbook", "name": "in-cluster"}, templates.Options{})
 	fmt.Println(s, err)
 	// Output: guestbook-in-cluster-{{ unknown }} <nil>
+}
+
+// Give every pass over an ApplicationSet a Budget; a template that crosses a limit fails with
+// an error naming the field and the limit.
+func ExampleNewBudget() {
+	tmpl := navarchv1.ApplicationSetTemplate{
+		Metadata: navarchv1.ApplicationSetTemplateMeta{Name: `mem-{{ len (repeat 600000000 "x") }}`},
+	}
+	t, err := templates.Compile(tmpl, nil, templates.Options{
+		GoTemplate: true,
+		Budget:     templates.NewBudget(5*time.Second, 256<<20),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = t.Render(map[string]any{"name": "a"})
+	var limit *templates.LimitError
+	if errors.As(err, &limit) {
+		fmt.Println(limit.Limit, limit.Max)
+	}
+	fmt.Println(err)
+	// Output:
+	// ValueSize 1048576
+	// spec.template.metadata.name: error calling repeat: the result would take 600000000 bytes, over the limit of 1048576 bytes per value
 }

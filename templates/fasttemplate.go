@@ -120,40 +120,60 @@ func lookupFast(params map[string]any, key string) (string, bool) {
 	}
 }
 
-// render returns the substituted string.
-func (t *fastText) render(params map[string]any) string {
+// render returns the substituted string, or false when it would be longer than max bytes.
+func (t *fastText) render(params map[string]any, max int) (string, bool) {
 	var b strings.Builder
 	n := len(t.lits[len(t.lits)-1])
 	for i, tag := range t.tags {
 		n += len(t.lits[i]) + len(tag.raw)
 	}
-	b.Grow(n)
+	b.Grow(min(n, max))
 	for i, tag := range t.tags {
 		b.WriteString(t.lits[i])
 		if v, ok := lookupFast(params, tag.key); ok {
+			if len(v) > max-b.Len() {
+				return "", false
+			}
 			b.WriteString(v)
 		} else {
 			b.WriteString(tag.raw)
 		}
 	}
 	b.WriteString(t.lits[len(t.lits)-1])
-	return b.String()
+	if b.Len() > max {
+		return "", false
+	}
+	return b.String(), true
 }
 
-// appendJSON appends the substituted string, escaped for a JSON string, to dst.
-func (t *fastText) appendJSON(dst []byte, params map[string]any) []byte {
+// appendJSON appends the substituted string, escaped for a JSON string, to dst, and returns
+// the substituted string's length, or false when that would be more than max bytes.
+func (t *fastText) appendJSON(dst []byte, params map[string]any, max int) ([]byte, int, bool) {
 	if !t.validUTF8 || !t.valuesValidUTF8(params) {
-		return appendJSONEscaped(dst, t.render(params))
+		s, ok := t.render(params, max)
+		if !ok {
+			return dst, 0, false
+		}
+		return appendJSONEscaped(dst, s), len(s), true
 	}
+	n := len(t.lits[len(t.lits)-1])
 	for i, tag := range t.tags {
 		dst = append(dst, t.jlits[i]...)
+		n += len(t.lits[i])
 		if v, ok := lookupFast(params, tag.key); ok {
+			if n += len(v); n > max {
+				return dst, 0, false
+			}
 			dst = appendJSONEscaped(dst, v)
 		} else {
+			n += len(tag.raw)
 			dst = append(dst, tag.jraw...)
 		}
 	}
-	return append(dst, t.jlits[len(t.jlits)-1]...)
+	if n > max {
+		return dst, 0, false
+	}
+	return append(dst, t.jlits[len(t.jlits)-1]...), n, true
 }
 
 func (t *fastText) valuesValidUTF8(params map[string]any) bool {
@@ -165,17 +185,24 @@ func (t *fastText) valuesValidUTF8(params map[string]any) bool {
 	return true
 }
 
-// renderFast substitutes s in one pass, without keeping a compiled form.
-func renderFast(s string, params map[string]any) (string, error) {
+// renderFast substitutes s in one pass, without keeping a compiled form; the result may be
+// at most max bytes.
+func renderFast(s string, params map[string]any, max int) (string, error) {
 	if !isFastTemplated(s) {
 		return s, nil
 	}
 	var b strings.Builder
-	b.Grow(len(s) + len(s)/2)
+	b.Grow(min(len(s)+len(s)/2, max))
 	pos := 0
 	for {
+		if b.Len() > max {
+			return "", errFieldSize()
+		}
 		i := strings.Index(s[pos:], openTag)
 		if i < 0 {
+			if len(s)-pos > max-b.Len() {
+				return "", errFieldSize()
+			}
 			b.WriteString(s[pos:])
 			return b.String(), nil
 		}
@@ -188,6 +215,9 @@ func renderFast(s string, params map[string]any) (string, error) {
 		end := start + len(openTag) + j + len(closeTag)
 		raw := s[start:end]
 		if v, ok := lookupFast(params, strings.TrimSpace(raw[len(openTag):len(raw)-len(closeTag)])); ok {
+			if len(v) > max-b.Len() {
+				return "", errFieldSize()
+			}
 			b.WriteString(v)
 		} else {
 			b.WriteString(raw)

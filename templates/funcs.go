@@ -12,18 +12,17 @@ import (
 )
 
 // funcMap is sprig's text/template functions without those that read the environment or the
-// network, plus Argo CD's ApplicationSet helpers. It is built once per process and never
-// modified afterwards.
+// network, plus Argo CD's ApplicationSet helpers, bounded (see boundedFuncs) but charging no
+// Budget; a template rendered with a Budget gets the functions bound to it on top. It is
+// built once per process and never modified afterwards.
 var funcMap = sync.OnceValue(func() template.FuncMap {
 	m := sprig.TxtFuncMap()
 	for _, name := range []string{"env", "expandenv", "getHostByName"} {
 		delete(m, name)
 	}
-	m["normalize"] = Normalize
-	m["slugify"] = slugify
-	m["toYaml"] = toYAML
-	m["fromYaml"] = fromYAML
-	m["fromYamlArray"] = fromYAMLArray
+	for name, f := range boundedFuncs(nil) {
+		m[name] = f
+	}
 	return m
 })
 

@@ -17,10 +17,14 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
 
-// patchCacheSize bounds the decoded patches a Template keeps; when full, the cache starts over.
-// Rendered patches repeat a lot (one per environment, say), and parsing YAML is the expensive
-// part of applying one.
-const patchCacheSize = 256
+// patchCacheSize and patchCacheBytes bound the decoded patches a Template keeps; when either
+// is reached, the cache starts over. Rendered patches repeat a lot (one per environment, say),
+// and parsing YAML is the expensive part of applying one. The bytes count the rendered patches
+// and their JSON, which may be up to MaxFieldSize each.
+const (
+	patchCacheSize  = 256
+	patchCacheBytes = 8 << 20
+)
 
 // patcher applies rendered templatePatches.
 type patcher struct {
@@ -30,8 +34,9 @@ type patcher struct {
 	// see fast.
 	mergeKeys [][]byte
 
-	mu    sync.RWMutex
-	cache map[string]*decodedPatch
+	mu         sync.RWMutex
+	cache      map[string]*decodedPatch
+	cacheBytes int
 }
 
 // decodedPatch is a rendered patch converted to JSON.
@@ -101,7 +106,7 @@ func mergeSensitiveFields(typ reflect.Type) []string {
 // directives work. An empty patch (e.g. a Go template whose `if` is false for this set)
 // changes nothing.
 func (p *patcher) apply(app *navarchv1.Application, params map[string]any, s *scratch) (*navarchv1.Application, error) {
-	src, err := p.text.render(params, &s.text)
+	src, err := p.text.render(params, &s.out)
 	if err != nil {
 		return nil, &FieldError{Field: fieldPatch, Err: err}
 	}
@@ -168,11 +173,14 @@ func (p *patcher) decode(src string) *decodedPatch {
 			}
 		}
 	}
+	size := len(src) + len(d.json)
 	p.mu.Lock()
-	if len(p.cache) >= patchCacheSize {
+	if len(p.cache) >= patchCacheSize || p.cacheBytes+size > patchCacheBytes {
 		clear(p.cache)
+		p.cacheBytes = 0
 	}
 	p.cache[src] = d
+	p.cacheBytes += size
 	p.mu.Unlock()
 	return d
 }

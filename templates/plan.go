@@ -16,7 +16,7 @@ import (
 // setter renders the templated strings of one value of a deep copy of the template, in place.
 // Setters exist only for the parts of the template that hold templated strings, so rendering
 // touches nothing else.
-type setter func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error
+type setter func(dst reflect.Value, params map[string]any, o *output) error
 
 // errUnsupported makes compileSpec fall back to the JSON program: the value holds templated
 // strings in a shape the setters do not handle (today's API has none).
@@ -43,8 +43,8 @@ func (b *planBuilder) build(v reflect.Value, path string) (setter, error) {
 		if !t.templated() {
 			return nil, nil
 		}
-		return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
-			s, err := t.render(params, buf)
+		return func(dst reflect.Value, params map[string]any, o *output) error {
+			s, err := t.render(params, o)
 			if err != nil {
 				return &FieldError{Field: path, Err: err}
 			}
@@ -60,8 +60,8 @@ func (b *planBuilder) build(v reflect.Value, path string) (setter, error) {
 		if inner == nil || err != nil {
 			return nil, err
 		}
-		return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
-			return inner(dst.Elem(), params, buf)
+		return func(dst reflect.Value, params map[string]any, o *output) error {
+			return inner(dst.Elem(), params, o)
 		}, nil
 
 	case reflect.Struct:
@@ -98,9 +98,9 @@ func (b *planBuilder) build(v reflect.Value, path string) (setter, error) {
 		if fields == nil {
 			return nil, nil
 		}
-		return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
+		return func(dst reflect.Value, params map[string]any, o *output) error {
 			for _, f := range fields {
-				if err := f.set(dst.Field(f.index), params, buf); err != nil {
+				if err := f.set(dst.Field(f.index), params, o); err != nil {
 					return err
 				}
 			}
@@ -125,9 +125,9 @@ func (b *planBuilder) build(v reflect.Value, path string) (setter, error) {
 		if elems == nil {
 			return nil, nil
 		}
-		return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
+		return func(dst reflect.Value, params map[string]any, o *output) error {
 			for _, e := range elems {
-				if err := e.set(dst.Index(e.index), params, buf); err != nil {
+				if err := e.set(dst.Index(e.index), params, o); err != nil {
 					return err
 				}
 			}
@@ -196,17 +196,17 @@ func (b *planBuilder) buildMap(v reflect.Value, path string) (setter, error) {
 	if !templated {
 		return nil, nil
 	}
-	return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
+	return func(dst reflect.Value, params map[string]any, o *output) error {
 		out := reflect.MakeMapWithSize(typ, len(entries))
 		for i := range entries {
 			e := &entries[i]
-			k, err := e.key.render(params, buf)
+			k, err := e.key.render(params, o)
 			if err != nil {
 				return &FieldError{Field: e.field, Err: err}
 			}
 			var val reflect.Value
 			if e.stringValue {
-				s, err := e.value.render(params, buf)
+				s, err := e.value.render(params, o)
 				if err != nil {
 					return &FieldError{Field: e.field, Err: err}
 				}
@@ -244,8 +244,8 @@ func (b *planBuilder) buildRaw(raw []byte, path string) (setter, error) {
 	if prog.static() {
 		return nil, nil
 	}
-	return func(dst reflect.Value, params map[string]any, buf *bytes.Buffer) error {
-		out, err := prog.appendJSON(make([]byte, 0, prog.size*2), params, buf)
+	return func(dst reflect.Value, params map[string]any, o *output) error {
+		out, err := prog.appendJSON(make([]byte, 0, prog.size*2), params, o)
 		if err != nil {
 			return err
 		}

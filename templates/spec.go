@@ -37,7 +37,7 @@ func (p *specProgram) static() bool {
 	return len(p.chunks) <= 1 && (len(p.chunks) == 0 || p.chunks[0].txt == nil)
 }
 
-func (p *specProgram) appendJSON(dst []byte, params map[string]any, buf *bytes.Buffer) ([]byte, error) {
+func (p *specProgram) appendJSON(dst []byte, params map[string]any, o *output) ([]byte, error) {
 	for i := range p.chunks {
 		ch := &p.chunks[i]
 		if ch.txt == nil {
@@ -46,7 +46,7 @@ func (p *specProgram) appendJSON(dst []byte, params map[string]any, buf *bytes.B
 		}
 		dst = append(dst, '"')
 		var err error
-		if dst, err = ch.txt.appendJSON(dst, params, buf); err != nil {
+		if dst, err = ch.txt.appendJSON(dst, params, o); err != nil {
 			return dst, &FieldError{Field: ch.field, Err: err}
 		}
 		dst = append(dst, '"')
@@ -106,13 +106,13 @@ func (r *specRenderer) render(dst, src *navarchv1.ApplicationSpec, params map[st
 		if r.set == nil {
 			return nil
 		}
-		return r.set(reflect.ValueOf(dst).Elem(), params, &s.text)
+		return r.set(reflect.ValueOf(dst).Elem(), params, &s.out)
 	}
 	if cap(s.json) < r.program.size*2 {
 		s.json = make([]byte, 0, r.program.size*2)
 	}
 	var err error
-	if s.json, err = r.program.appendJSON(s.json[:0], params, &s.text); err != nil {
+	if s.json, err = r.program.appendJSON(s.json[:0], params, &s.out); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(s.json, dst); err != nil {

@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 // Field paths of the template, as errors name them.
 const (
+	fieldTmpl  = "spec.template"
 	fieldMeta  = "spec.template.metadata"
 	fieldSpec  = "spec.template.spec"
 	fieldPatch = "spec.templatePatch"
@@ -33,6 +33,9 @@ type Template struct {
 
 	// patch applies the templatePatch; nil without one.
 	patch *patcher
+	// size is the length of the template's strings, about what a rendered Application
+	// takes besides what is rendered.
+	size int
 }
 
 // entry is one templated map entry; key and value are both templated.
@@ -89,6 +92,7 @@ func compile(c *compiler, tmpl navarchv1.ApplicationSetTemplate, patch *string) 
 			return nil, &FieldError{Field: fieldPatch, Err: err}
 		}
 	}
+	t.size = c.size
 	return t, nil
 }
 
@@ -124,9 +128,9 @@ var applicationTypeMeta = metav1.TypeMeta{
 	Kind:       "Application",
 }
 
-// scratch holds per-render buffers.
+// scratch holds per-render state.
 type scratch struct {
-	text bytes.Buffer
+	out  output
 	json []byte
 }
 
@@ -141,12 +145,31 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // nested. As Argo CD does, an empty parameter set leaves the template unrendered (the
 // templatePatch is still rendered and applied).
 //
+// Rendering is bounded (see MaxFieldSize and the other limits, and Options.Budget); a limit
+// that is exceeded is a *LimitError inside the *FieldError of the field being rendered, or of
+// spec.template when the Budget is spent.
+//
 // Errors are *FieldError naming the field; wrap them with WithParamSet to say which parameter
 // set failed.
 func (t *Template) Render(params map[string]any) (*navarchv1.Application, error) {
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
+	if err := s.out.begin(t.opts.Budget); err != nil {
+		return nil, &FieldError{Field: fieldTmpl, Err: err}
+	}
 
+	app, err := t.renderWithPatch(params, s)
+	// The budget counts what was rendered and how long it took, failed or not.
+	if endErr := s.out.end(t.size); err == nil && endErr != nil {
+		err = &FieldError{Field: fieldTmpl, Err: endErr}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+func (t *Template) renderWithPatch(params map[string]any, s *scratch) (*navarchv1.Application, error) {
 	var app *navarchv1.Application
 	if len(params) == 0 {
 		app = t.unrendered()
@@ -180,22 +203,22 @@ func (t *Template) unrendered() *navarchv1.Application {
 func (t *Template) render(params map[string]any, s *scratch) (*navarchv1.Application, error) {
 	app := &navarchv1.Application{TypeMeta: applicationTypeMeta}
 	var err error
-	if app.Name, err = t.name.render(params, &s.text); err != nil {
+	if app.Name, err = t.name.render(params, &s.out); err != nil {
 		return nil, &FieldError{Field: fieldMeta + ".name", Err: err}
 	}
-	if app.Namespace, err = t.namespace.render(params, &s.text); err != nil {
+	if app.Namespace, err = t.namespace.render(params, &s.out); err != nil {
 		return nil, &FieldError{Field: fieldMeta + ".namespace", Err: err}
 	}
-	if app.Labels, err = renderEntries(t.labels, params, &s.text); err != nil {
+	if app.Labels, err = renderEntries(t.labels, params, &s.out); err != nil {
 		return nil, err
 	}
-	if app.Annotations, err = renderEntries(t.annotations, params, &s.text); err != nil {
+	if app.Annotations, err = renderEntries(t.annotations, params, &s.out); err != nil {
 		return nil, err
 	}
 	if t.finalizers != nil {
 		app.Finalizers = make([]string, len(t.finalizers))
 		for i := range t.finalizers {
-			if app.Finalizers[i], err = t.finalizers[i].render(params, &s.text); err != nil {
+			if app.Finalizers[i], err = t.finalizers[i].render(params, &s.out); err != nil {
 				return nil, &FieldError{Field: fieldMeta + ".finalizers[" + itoa(i) + "]", Err: err}
 			}
 		}
@@ -206,18 +229,18 @@ func (t *Template) render(params map[string]any, s *scratch) (*navarchv1.Applica
 	return app, nil
 }
 
-func renderEntries(entries []entry, params map[string]any, buf *bytes.Buffer) (map[string]string, error) {
+func renderEntries(entries []entry, params map[string]any, o *output) (map[string]string, error) {
 	if entries == nil {
 		return nil, nil
 	}
 	m := make(map[string]string, len(entries))
 	for i := range entries {
 		e := &entries[i]
-		k, err := e.key.render(params, buf)
+		k, err := e.key.render(params, o)
 		if err != nil {
 			return nil, &FieldError{Field: e.field, Err: err}
 		}
-		v, err := e.value.render(params, buf)
+		v, err := e.value.render(params, o)
 		if err != nil {
 			return nil, &FieldError{Field: e.field, Err: err}
 		}

@@ -1,11 +1,11 @@
 package templates
 
 import (
-	"bytes"
-	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
+	"text/template/parse"
 )
 
 // text is one templatable string, compiled for its mode: a literal (nothing to substitute), a
@@ -13,78 +13,95 @@ import (
 type text struct {
 	src  string
 	fast *fastText
-	tmpl *template.Template
+	tmpl *goText
 }
 
 func (x *text) templated() bool { return x.fast != nil || x.tmpl != nil }
 
-// render returns the rendered string; buf is scratch space.
-func (x *text) render(params map[string]any, buf *bytes.Buffer) (string, error) {
+// render returns the rendered string, rendered through o, which bounds it.
+func (x *text) render(params map[string]any, o *output) (string, error) {
 	switch {
 	case x.fast != nil:
-		return x.fast.render(params), nil
+		o.next()
+		s, ok := x.fast.render(params, o.max)
+		if !ok {
+			return "", o.tooLarge()
+		}
+		o.done(len(s))
+		return s, nil
 	case x.tmpl != nil:
-		if err := executeInto(x.tmpl, params, buf); err != nil {
+		if err := o.execute(x.tmpl.template(), params); err != nil {
 			return "", err
 		}
-		return buf.String(), nil
+		return o.buf.String(), nil
 	default:
 		return x.src, nil
 	}
 }
 
 // appendJSON appends the rendered string, escaped for the inside of a JSON string, to dst.
-func (x *text) appendJSON(dst []byte, params map[string]any, buf *bytes.Buffer) ([]byte, error) {
+func (x *text) appendJSON(dst []byte, params map[string]any, o *output) ([]byte, error) {
 	switch {
 	case x.fast != nil:
-		return x.fast.appendJSON(dst, params), nil
+		o.next()
+		out, n, ok := x.fast.appendJSON(dst, params, o.max)
+		if !ok {
+			return dst, o.tooLarge()
+		}
+		o.done(n)
+		return out, nil
 	case x.tmpl != nil:
-		if err := executeInto(x.tmpl, params, buf); err != nil {
+		if err := o.execute(x.tmpl.template(), params); err != nil {
 			return dst, err
 		}
-		return appendJSONEscaped(dst, bytesString(buf.Bytes())), nil
+		return appendJSONEscaped(dst, bytesString(o.buf.Bytes())), nil
 	default:
 		return appendJSONEscaped(dst, x.src), nil
 	}
 }
 
-// MaxRenderedSize is the longest string a goTemplate may render, a little over what fits in
-// a Kubernetes object; a template that writes more (a runaway range, say) fails instead of
-// exhausting memory.
-const MaxRenderedSize = 2 << 20
+// goText is a string parsed as a Go template, ready to run in bounds (see instrument).
+type goText struct {
+	src    string
+	parser *goParser
+	// plain is the template without guards.
+	plain *template.Template
+	// mutates says the string itself calls set or merge.
+	mutates bool
 
-var errTooLarge = fmt.Errorf("the rendered value exceeds %d bytes", MaxRenderedSize)
-
-// limitedWriter is a bytes.Buffer that refuses to grow beyond MaxRenderedSize.
-type limitedWriter struct{ buf *bytes.Buffer }
-
-func (w limitedWriter) Write(p []byte) (int, error) {
-	if w.buf.Len()+len(p) > MaxRenderedSize {
-		return 0, errTooLarge
-	}
-	return w.buf.Write(p)
+	guardOnce sync.Once
+	guarded   *template.Template
 }
 
-// executeInto executes t with params into buf, which it resets first.
-func executeInto(t *template.Template, params map[string]any, buf *bytes.Buffer) error {
-	buf.Reset()
-	if err := t.Execute(limitedWriter{buf}, params); err != nil {
-		return cleanExecError(err)
+// template returns the template to run: with guards once this string, or any other string
+// of the same parser, calls set or merge, since those may have changed the parameters.
+func (g *goText) template() *template.Template {
+	if !g.mutates && !g.parser.mutators.Load() {
+		return g.plain
 	}
-	return nil
+	g.guardOnce.Do(func() {
+		// The source parsed before, so it parses again.
+		g.guarded, _, _ = g.parser.parseTemplate(g.src, true)
+	})
+	return g.guarded
 }
 
-// parseGo parses one goTemplate string in a template set of its own, as Argo CD does.
-func parseGo(src string, options []string) (*template.Template, error) {
-	t := template.New(tmplName).Funcs(funcMap())
-	for _, o := range options {
-		t.Option(o)
+// renderString renders one Go template string with params, as one render of budget.
+func renderString(g *goText, params map[string]any, budget *Budget) (string, error) {
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	if err := s.out.begin(budget); err != nil {
+		return "", err
 	}
-	t, err := t.Parse(src)
+	err := s.out.execute(g.template(), params)
+	// The budget counts what was rendered and how long it took, failed or not.
+	if endErr := s.out.end(0); err == nil {
+		err = endErr
+	}
 	if err != nil {
-		return nil, cleanParseError(err, src)
+		return "", err
 	}
-	return t, nil
+	return s.out.buf.String(), nil
 }
 
 // goParser parses goTemplate strings. Installing sprig's ~200 functions into a new template
@@ -94,41 +111,94 @@ func parseGo(src string, options []string) (*template.Template, error) {
 // own: one field's templates stay invisible to the others, as in Argo CD.
 type goParser struct {
 	options []string
-	once    sync.Once
-	base    *template.Template
+	// budget, if not nil, is charged by the template functions.
+	budget *Budget
+	once   sync.Once
+	base   *template.Template
+	// mutators is set once a string that calls set or merge has been parsed.
+	mutators atomic.Bool
 }
 
-func (p *goParser) parse(src string) (*template.Template, error) {
+func newGoParser(opts Options) *goParser {
+	return &goParser{options: opts.GoTemplateOptions, budget: opts.Budget}
+}
+
+// newTemplate returns an empty template with the parser's functions and options.
+func (p *goParser) newTemplate() *template.Template {
+	t := template.New(tmplName).Funcs(funcMap())
+	if p.budget != nil {
+		t.Funcs(p.budget.funcMap())
+	}
+	return t
+}
+
+func (p *goParser) parse(src string) (*goText, error) {
+	t, mutates, err := p.parseTemplate(src, false)
+	if err != nil {
+		return nil, err
+	}
+	if mutates {
+		p.mutators.Store(true)
+	}
+	return &goText{src: src, parser: p, plain: t, mutates: mutates}, nil
+}
+
+// parseTemplate parses src, prepared to run in bounds, with guards if asked; it reports
+// whether src calls set or merge.
+func (p *goParser) parseTemplate(src string, guards bool) (*template.Template, bool, error) {
+	var t *template.Template
+	var trees []*parse.Tree
 	if strings.Contains(src, "define") || strings.Contains(src, "block") || strings.Contains(src, "template") {
-		return parseGo(src, p.options)
+		t = p.newTemplate()
+		for _, o := range p.options {
+			t.Option(o)
+		}
+		if _, err := t.Parse(src); err != nil {
+			return nil, false, cleanParseError(err, src)
+		}
+		for _, named := range t.Templates() {
+			trees = append(trees, named.Tree)
+		}
+	} else {
+		p.once.Do(func() { p.base = p.newTemplate() })
+		t = p.base.New(tmplName)
+		for _, o := range p.options {
+			t.Option(o)
+		}
+		if _, err := t.Parse(src); err != nil {
+			return nil, false, cleanParseError(err, src)
+		}
+		trees = append(trees, t.Tree)
 	}
-	p.once.Do(func() { p.base = template.New(tmplName).Funcs(funcMap()) })
-	t := p.base.New(tmplName)
-	for _, o := range p.options {
-		t.Option(o)
+	mutates := false
+	for _, tree := range trees {
+		addTicks(tree)
+		if guards {
+			addGuards(tree)
+		}
+		mutates = mutates || callsMutator(tree)
 	}
-	if _, err := t.Parse(src); err != nil {
-		return nil, cleanParseError(err, src)
-	}
-	return t, nil
+	return t, mutates, nil
 }
 
 // parser parses Go templates, possibly through a cache.
-type parser func(src string) (*template.Template, error)
+type parser func(src string) (*goText, error)
 
 // compiler turns strings into texts for one mode.
 type compiler struct {
 	opts  Options
 	parse parser
+	// size adds up the strings compiled, about the size of what they belong to.
+	size int
 }
 
 // newCompiler returns a compiler that parses each distinct Go template once, through parse if
 // it is not nil.
 func newCompiler(opts Options, parse parser) *compiler {
 	if parse == nil && opts.GoTemplate {
-		gp := &goParser{options: opts.GoTemplateOptions}
-		seen := map[string]*template.Template{}
-		parse = func(src string) (*template.Template, error) {
+		gp := newGoParser(opts)
+		seen := map[string]*goText{}
+		parse = func(src string) (*goText, error) {
 			if t, ok := seen[src]; ok {
 				return t, nil
 			}
@@ -144,6 +214,7 @@ func newCompiler(opts Options, parse parser) *compiler {
 }
 
 func (c *compiler) text(s string) (text, error) {
+	c.size += len(s)
 	if c.opts.GoTemplate {
 		// A Go template without an action renders as itself.
 		if !strings.Contains(s, openTag) {
