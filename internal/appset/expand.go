@@ -39,12 +39,51 @@ type Problem struct {
 	Err error
 }
 
+// The limits of one pass over an ApplicationSet, on top of the templates package's limits on
+// every string and Application (templates.MaxFieldSize and the others).
+const (
+	// DefaultRenderTime is how long rendering may take in total in one pass: the templates of
+	// every Application, and the generators' templated fields. Reading Git and listing
+	// Clusters do not count.
+	DefaultRenderTime = 5 * time.Second
+	// DefaultRenderBytes is about how many bytes rendering may make in one pass: the
+	// Applications, as large as their JSON, and the values template functions make.
+	DefaultRenderBytes = 256 << 20
+)
+
+// Option changes a limit of Expand.
+type Option func(*limits)
+
+type limits struct {
+	renderTime  time.Duration
+	renderBytes int64
+}
+
+// WithRenderTime sets how long rendering may take in one pass (DefaultRenderTime); 0 means
+// no limit.
+func WithRenderTime(d time.Duration) Option { return func(l *limits) { l.renderTime = d } }
+
+// WithRenderBytes sets about how many bytes rendering may make in one pass
+// (DefaultRenderBytes); 0 means no limit.
+func WithRenderBytes(n int64) Option { return func(l *limits) { l.renderBytes = n } }
+
 // Expand runs the generators of set and renders its Applications. A generator or template
 // error fails the whole expansion: the caller must then create, update and delete nothing.
 // in.Renderer is set from the ApplicationSet's template options. When in.Clusters is set,
 // destinations are checked against the registered Clusters.
-func Expand(ctx context.Context, set *navarchv1.ApplicationSet, in generators.Inputs) (*Expansion, error) {
-	engine, err := templates.NewEngine(templates.OptionsFor(&set.Spec))
+//
+// Rendering is bounded, so that one ApplicationSet cannot exhaust the controller's memory or
+// hold it for long: each pass gets a templates.Budget of DefaultRenderTime and
+// DefaultRenderBytes (or what opts set). A template that exceeds a limit fails the pass with
+// a *templates.FieldError naming the field, holding a *templates.LimitError naming the limit.
+func Expand(ctx context.Context, set *navarchv1.ApplicationSet, in generators.Inputs, opts ...Option) (*Expansion, error) {
+	l := limits{renderTime: DefaultRenderTime, renderBytes: DefaultRenderBytes}
+	for _, o := range opts {
+		o(&l)
+	}
+	topts := templates.OptionsFor(&set.Spec)
+	topts.Budget = templates.NewBudget(l.renderTime, l.renderBytes)
+	engine, err := templates.NewEngine(topts)
 	if err != nil {
 		return nil, err
 	}
