@@ -33,7 +33,7 @@ func TestRepoURLMustNotCarryCredentials(t *testing.T) {
       source: {repoURL: '` + url + `', path: apps}
       destination: {name: in-cluster, namespace: default}`,
 			} {
-				err := apiClient.Create(context.Background(), decode(t, y))
+				err := env.Client.Create(context.Background(), decode(t, y))
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "source.repoURL: Invalid value") || !strings.Contains(err.Error(), "must not carry user info") {
 					t.Errorf("%s with repoURL %s: %v; want Invalid naming repoURL", kind, url, err)
 				}
@@ -48,10 +48,10 @@ func TestRepoURLMustNotCarryCredentials(t *testing.T) {
   source: {repoURL: '`+url+`', path: apps}
   destination: {name: in-cluster, namespace: default}`)
 		obj.SetName(fmt.Sprintf("valid-%d", i))
-		if err := apiClient.Create(context.Background(), obj); err != nil {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
 			t.Errorf("repoURL %s: %v; want it accepted", url, err)
 			continue
 		}
-		_ = apiClient.Delete(context.Background(), obj)
+		_ = env.Client.Delete(context.Background(), obj)
 	}
 }

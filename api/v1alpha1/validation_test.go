@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/navarch-io/navarch/internal/localcluster"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // The CRD schemas are the first line of defence: a user who writes a broken ApplicationSet
@@ -42,7 +39,7 @@ const appSetTemplate = `
 `
 
 func TestSchemaRejectsInvalidObjects(t *testing.T) {
-	c := apiClient
+	c := env.Client
 
 	tests := []struct {
 		name string
@@ -285,7 +282,7 @@ spec: {server: '10.0.0.1:6443', inCluster: true}`,
 // TestSchemaAcceptsValidObjects guards against a schema so strict that real YAML, as users
 // write it for Argo CD, no longer ports.
 func TestSchemaAcceptsValidObjects(t *testing.T) {
-	c := apiClient
+	c := env.Client
 
 	valid := map[string]string{
 		"matrix of git directories and clusters, nested three deep": appSetHeader + `spec:
@@ -359,7 +356,7 @@ spec:
 // TestMaxDeletionsIsACountOrAPercentage checks that a count means the same quoted or not, as it
 // does in the controller: "0" was once refused while 0 was accepted.
 func TestMaxDeletionsIsACountOrAPercentage(t *testing.T) {
-	c := apiClient
+	c := env.Client
 	for _, v := range []string{`0`, `"0"`, `3`, `"3"`, `"25%"`, `"0%"`, `"100%"`} {
 		t.Run(v, func(t *testing.T) {
 			obj := decode(t, appSetHeader+`spec:
@@ -382,28 +379,24 @@ func decode(t *testing.T, y string) *unstructured.Unstructured {
 	return obj
 }
 
-// apiClient talks to the one apiserver all tests in this package share.
-var apiClient client.Client
+// env is the apiserver, with the generated CRDs installed, that all tests in this package
+// share.
+var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(runWithAPIServer(m))
+	os.Exit(runMain(m))
 }
 
-func runWithAPIServer(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cl, err := localcluster.Start(ctx, localcluster.Options{
-		Name:              "api-validation",
-		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start apiserver:", err)
+func runMain(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(context.Background(), testenv.Options{Name: "api-validation"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = cl.Stop() }()
-	if apiClient, err = client.New(cl.RESTConfig(), client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	return code
 }

@@ -5,89 +5,53 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/gitserver"
-	"github.com/navarch-io/navarch/internal/localcluster"
-	"github.com/navarch-io/navarch/internal/scheme"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // The tests share one management cluster (workload mode, so the garbage collector deletes the
 // Applications of a deleted ApplicationSet, as in production), one Git server and one
-// controller started through Run, the code path of `navarch controller`. Each test works in its
-// own namespace.
-var (
-	restConfig *rest.Config
-	k8s        client.WithWatch
-	git        *gitserver.Server
-	gitDir     string
-)
+// controller started through Run, the code path of `navarch controller`. Each test works in
+// its own namespace (testenv.Namespace).
+var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
+	var err error
+	env, err = testenv.Start(context.Background(), testenv.Options{Name: "controller", ManagementWorkloads: true, Git: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Name:              "controller",
-		Workloads:         true,
-		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start management cluster:", err)
-		return 1
-	}
-	defer func() { _ = cluster.Stop() }()
-	release := localcluster.StopOnSignal()
-	defer release()
-
-	gitDir, err = os.MkdirTemp("", "navarch-controller-git")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(gitDir)
-	if git, err = gitserver.Start(gitserver.Options{Root: gitDir}); err != nil {
-		fmt.Fprintln(os.Stderr, "start git server:", err)
-		return 1
-	}
-	defer func() { _ = git.Close() }()
-
-	restConfig = cluster.RESTConfig()
-	if k8s, err = client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// Errors only: the tests provoke failures on purpose (Git down, duplicates).
-	logger := zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr))
-	ctrl.SetLogger(logger)
-	controllerConfig := cluster.RESTConfig()
+	controllerConfig := env.Management.RESTConfig()
 	controllerConfig.Wrap(controllerWrites.wrap)
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{
 			Config: controllerConfig, MetricsAddr: "0", ProbeAddr: "0", ErrorRequeue: time.Second,
-			Logger: controllerLogs.wrap(logger),
+			Logger: controllerLogs.wrap(env.Logger),
 			// These tests are about the ApplicationSet controller alone; the fleet tests
 			// (fleet/) run all controllers.
 			Controllers: []string{"applicationset"},
@@ -99,24 +63,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		return 1
 	}
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return code
 }
 
 // --- helpers -------------------------------------------------------------------------------
-
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-")
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return name
-}
 
 func createRepo(t *testing.T, name string, dirs ...string) string {
 	t.Helper()
@@ -129,10 +83,10 @@ func createRepo(t *testing.T, name string, dirs ...string) string {
 			t.Fatal(err)
 		}
 	}
-	if _, err := git.CreateRepo(name, src); err != nil {
+	if _, err := env.Git.CreateRepo(name, src); err != nil {
 		t.Fatalf("create repo: %v", err)
 	}
-	return git.RepoURL(name)
+	return env.Git.RepoURL(name)
 }
 
 func applyAppSet(t *testing.T, ns, y string) *navarchv1.ApplicationSet {
@@ -142,7 +96,7 @@ func applyAppSet(t *testing.T, ns, y string) *navarchv1.ApplicationSet {
 		t.Fatal(err)
 	}
 	set.Namespace = ns
-	if err := k8s.Create(context.Background(), set); err != nil {
+	if err := env.Client.Create(context.Background(), set); err != nil {
 		t.Fatalf("create ApplicationSet: %v", err)
 	}
 	return set
@@ -151,7 +105,7 @@ func applyAppSet(t *testing.T, ns, y string) *navarchv1.ApplicationSet {
 func listApps(t *testing.T, ns string) map[string]navarchv1.Application {
 	t.Helper()
 	var list navarchv1.ApplicationList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]navarchv1.Application{}
@@ -172,41 +126,10 @@ func appNames(apps map[string]navarchv1.Application) string {
 	return strings.Join(names, ",")
 }
 
-// eventually polls cond until it returns "" (success) or the timeout; on timeout it fails with
-// the last message, which says what a user would have seen.
-func eventually(t *testing.T, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still not true after 30s: %s", what, last)
-}
-
-// consistently checks cond throughout window and fails at once with its message: for asserting
-// that something does not happen.
-func consistently(t *testing.T, what string, window time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(window)
-	for {
-		if msg := cond(); msg != "" {
-			t.Fatalf("%s: %s", what, msg)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func waitForApps(t *testing.T, ns, want string) map[string]navarchv1.Application {
 	t.Helper()
 	var apps map[string]navarchv1.Application
-	eventually(t, "Applications "+want, func() string {
+	testenv.Eventually(t, "Applications "+want, func() string {
 		apps = listApps(t, ns)
 		if got := appNames(apps); got != want {
 			return fmt.Sprintf("Applications are %q", got)
@@ -219,7 +142,7 @@ func waitForApps(t *testing.T, ns, want string) map[string]navarchv1.Application
 func getAppSet(t *testing.T, ns, name string) *navarchv1.ApplicationSet {
 	t.Helper()
 	set := &navarchv1.ApplicationSet{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, set); err != nil {
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, set); err != nil {
 		t.Fatal(err)
 	}
 	return set
@@ -228,7 +151,7 @@ func getAppSet(t *testing.T, ns, name string) *navarchv1.ApplicationSet {
 func waitForCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
 	var cond *metav1.Condition
-	eventually(t, fmt.Sprintf("condition %s=%s (%s)", typ, status, reason), func() string {
+	testenv.Eventually(t, fmt.Sprintf("condition %s=%s (%s)", typ, status, reason), func() string {
 		set := getAppSet(t, ns, name)
 		cond = meta.FindStatusCondition(set.Status.Conditions, typ)
 		if cond == nil || cond.Status != status || (reason != "" && cond.Reason != reason) {
@@ -239,31 +162,28 @@ func waitForCondition(t *testing.T, ns, name, typ string, status metav1.Conditio
 	return cond
 }
 
-func update[T client.Object](t *testing.T, obj T, edit func(T)) {
+// requestRefresh asks the controller for a pass now, as a user does after a push: the Git
+// generators poll every requeueAfterSeconds.
+func requestRefresh(t *testing.T, set *navarchv1.ApplicationSet) {
 	t.Helper()
-	for range 10 {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			t.Fatal(err)
-		}
-		edit(obj)
-		err := k8s.Update(context.Background(), obj)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("update: too many conflicts")
-}
-
-func refresh(t *testing.T, set *navarchv1.ApplicationSet) {
-	t.Helper()
-	update(t, set, func(s *navarchv1.ApplicationSet) {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
 		s.Annotations[navarchv1.AnnotationRefresh] = time.Now().String()
+	})
+}
+
+// refresh requests a pass and waits until it has begun: the controller removes the annotation
+// first thing in a pass.
+func refresh(t *testing.T, set *navarchv1.ApplicationSet) {
+	t.Helper()
+	requestRefresh(t, set)
+	testenv.Eventually(t, set.Name+": the refresh is handled", func() string {
+		if _, ok := getAppSet(t, set.Namespace, set.Name).Annotations[navarchv1.AnnotationRefresh]; ok {
+			return "the refresh annotation is still there"
+		}
+		return ""
 	})
 }
 
@@ -288,7 +208,7 @@ spec:
 // --- tests ---------------------------------------------------------------------------------
 
 func TestApplicationsFollowTheGitRepository(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	repo := createRepo(t, ns, "apps/api", "apps/web")
 	set := applyAppSet(t, ns, fmt.Sprintf(`
 metadata: {name: all-apps}
@@ -318,8 +238,8 @@ spec:
 	waitForCondition(t, ns, "all-apps", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 
 	// A template change updates every Application.
-	update(t, set, func(s *navarchv1.ApplicationSet) { s.Spec.Template.Spec.Source.TargetRevision = "release-1" })
-	eventually(t, "Applications follow the new template", func() string {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) { s.Spec.Template.Spec.Source.TargetRevision = "release-1" })
+	testenv.Eventually(t, "Applications follow the new template", func() string {
 		for name, a := range listApps(t, ns) {
 			if a.Spec.Source.TargetRevision != "release-1" {
 				return name + " still has targetRevision " + a.Spec.Source.TargetRevision
@@ -330,10 +250,10 @@ spec:
 
 	// A directory removed from Git deletes its Application (after a refresh: the generator
 	// polls every 300s).
-	if _, err := git.Update(ns, "drop web", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "apps/web")) }); err != nil {
+	if _, err := env.Git.Update(ns, "drop web", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "apps/web")) }); err != nil {
 		t.Fatal(err)
 	}
-	refresh(t, set)
+	requestRefresh(t, set)
 	apps = waitForApps(t, ns, "api")
 	if _, ok := getAppSet(t, ns, "all-apps").Annotations[navarchv1.AnnotationRefresh]; ok {
 		t.Errorf("the refresh annotation was not cleared")
@@ -355,15 +275,15 @@ func TestApplicationsSyncPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.policy), func(t *testing.T) {
-			ns := namespace(t)
+			ns := testenv.Namespace(t, env.Client)
 			set := applyAppSet(t, ns, listAppSet("a", "b"))
-			update(t, set, func(s *navarchv1.ApplicationSet) {
+			testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 				s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{ApplicationsSync: &tt.policy}
 			})
 			waitForApps(t, ns, "a,b")
 
 			// Drop b, add c, and change the template.
-			update(t, set, func(s *navarchv1.ApplicationSet) {
+			testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 				s.Spec.Generators[0].List.Elements = s.Spec.Generators[0].List.Elements[:1]
 				s.Spec.Generators[0].List.Elements = append(s.Spec.Generators[0].List.Elements, jsonElement(t, "c"))
 				s.Spec.Template.Spec.Source.Path = "v2/{{name}}"
@@ -393,13 +313,13 @@ func jsonElement(t *testing.T, name string) apiextensionsv1.JSON {
 func TestDeletingTheApplicationSet(t *testing.T) {
 	for _, preserve := range []bool{true, false} {
 		t.Run(fmt.Sprintf("preserve=%v", preserve), func(t *testing.T) {
-			ns := namespace(t)
+			ns := testenv.Namespace(t, env.Client)
 			set := applyAppSet(t, ns, listAppSet("a", "b"))
-			update(t, set, func(s *navarchv1.ApplicationSet) {
+			testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 				s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{PreserveResourcesOnDeletion: preserve}
 			})
 			waitForApps(t, ns, "a,b")
-			eventually(t, "the resources finalizer follows preserveResourcesOnDeletion", func() string {
+			testenv.Eventually(t, "the resources finalizer follows preserveResourcesOnDeletion", func() string {
 				for name, a := range listApps(t, ns) {
 					if got := slices.Contains(a.Finalizers, navarchv1.FinalizerResources); got == preserve {
 						return fmt.Sprintf("%s: resources finalizer present = %v with preserveResourcesOnDeletion=%v", name, got, preserve)
@@ -407,10 +327,10 @@ func TestDeletingTheApplicationSet(t *testing.T) {
 				}
 				return ""
 			})
-			if err := k8s.Delete(context.Background(), set); err != nil {
+			if err := env.Client.Delete(context.Background(), set); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the garbage collector deletes the Applications", func() string {
+			testenv.Eventually(t, "the garbage collector deletes the Applications", func() string {
 				apps := listApps(t, ns)
 				for name, a := range apps {
 					if preserve {
@@ -432,7 +352,7 @@ func TestDeletingTheApplicationSet(t *testing.T) {
 }
 
 func TestGitServerDownDeletesNothing(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	root := t.TempDir()
 	srv, err := gitserver.Start(gitserver.Options{Root: root})
 	if err != nil {
@@ -462,18 +382,21 @@ spec:
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	refresh(t, set)
+	requestRefresh(t, set)
 	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonGeneratorError)
 	if !strings.Contains(cond.Message, "spec.generators[0].git") {
 		t.Errorf("the error does not name the generator: %s", cond.Message)
 	}
-	time.Sleep(2 * time.Second) // several failed passes (ErrorRequeue is 1s)
-	after := listApps(t, ns)
-	for name, a := range before {
-		if b, ok := after[name]; !ok || !b.DeletionTimestamp.IsZero() || b.ResourceVersion != a.ResourceVersion {
-			t.Errorf("Application %s was touched while Git was down", name)
+	// Several failed passes (ErrorRequeue is 1s) leave the Applications as they were.
+	testenv.Consistently(t, 3*time.Second, "the Applications are left alone while Git is down", func() string {
+		after := listApps(t, ns)
+		for name, a := range before {
+			if b, ok := after[name]; !ok || !b.DeletionTimestamp.IsZero() || b.ResourceVersion != a.ResourceVersion {
+				return fmt.Sprintf("Application %s was written or deleted", name)
+			}
 		}
-	}
+		return ""
+	})
 
 	// The server comes back on the same address: the ApplicationSet recovers by itself.
 	srv, err = gitserver.Start(gitserver.Options{Root: root, Addr: addr})
@@ -486,7 +409,7 @@ spec:
 }
 
 func TestDuplicateNamesAreNotWritten(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	applyAppSet(t, ns, listAppSet("a", "dup", "dup", "b"))
 	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonApplicationError)
 	if !strings.Contains(cond.Message, `"dup" is generated by 2 parameter sets`) {
@@ -500,30 +423,32 @@ func TestDuplicateNamesAreNotWritten(t *testing.T) {
 }
 
 func TestDeletionBudget(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	names := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}
 	set := applyAppSet(t, ns, listAppSet(names...))
 	budget := intstr.FromString("20%")
-	update(t, set, func(s *navarchv1.ApplicationSet) {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 		s.Spec.SyncPolicy = &navarchv1.ApplicationSetSyncPolicy{MaxDeletions: &budget}
 	})
 	waitForApps(t, ns, strings.Join(names, ","))
 
 	// Removing 6 of 10 is over a 20% budget: nothing is deleted and the status says so.
-	update(t, set, func(s *navarchv1.ApplicationSet) {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 		s.Spec.Generators[0].List.Elements = s.Spec.Generators[0].List.Elements[:4]
 	})
 	cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionFalse, navarchv1.ReasonDeletionBudgetExceeded)
 	if !strings.Contains(cond.Message, "would delete 6 Applications, over the budget of 2") {
 		t.Errorf("condition message: %s", cond.Message)
 	}
-	time.Sleep(time.Second)
-	if got := appNames(listApps(t, ns)); got != strings.Join(names, ",") {
-		t.Fatalf("Applications were deleted over the budget: %s", got)
-	}
+	testenv.Consistently(t, 2*time.Second, "nothing is deleted over the budget", func() string {
+		if got := appNames(listApps(t, ns)); got != strings.Join(names, ",") {
+			return fmt.Sprintf("the Applications are %q", got)
+		}
+		return ""
+	})
 
 	// Confirming exactly that deletion lets it through, once.
-	update(t, set, func(s *navarchv1.ApplicationSet) {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
@@ -537,7 +462,7 @@ func TestDeletionBudget(t *testing.T) {
 }
 
 func TestClusterLabelChangesAddAndRemoveApplications(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	selector := "team-" + ns // isolates this test from Clusters other tests create
 	applyAppSet(t, ns, fmt.Sprintf(`
 metadata: {name: s}
@@ -549,47 +474,53 @@ spec:
       source: {repoURL: 'https://git.example/r.git', path: web}
       destination: {name: '{{name}}', namespace: web}
 `, selector))
-	mkCluster := func(name, env string) *navarchv1.Cluster {
+	mkCluster := func(name, stage string) *navarchv1.Cluster {
 		c := &navarchv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": env, "owner": selector}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": stage, "owner": selector}},
 			Spec:       navarchv1.ClusterSpec{InCluster: true},
 		}
-		if err := k8s.Create(context.Background(), c); err != nil {
+		if err := env.Client.Create(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
 		return c
 	}
 	c1 := mkCluster(ns+"-1", "prod")
 	waitForApps(t, ns, "web-"+c1.Name)
+	// A dev cluster gets no Application. The prod cluster registered after it shows that the
+	// controller has seen both.
 	c2 := mkCluster(ns+"-2", "dev")
-	time.Sleep(500 * time.Millisecond)
-	if got := appNames(listApps(t, ns)); got != "web-"+c1.Name {
-		t.Errorf("a dev cluster got an Application: %s", got)
-	}
-	update(t, c2, func(c *navarchv1.Cluster) { c.Labels["env"] = "prod" })
-	waitForApps(t, ns, "web-"+c1.Name+",web-"+c2.Name)
-	update(t, c1, func(c *navarchv1.Cluster) { c.Labels["env"] = "dev" })
-	waitForApps(t, ns, "web-"+c2.Name)
+	c3 := mkCluster(ns+"-3", "prod")
+	waitForApps(t, ns, "web-"+c1.Name+",web-"+c3.Name)
+	testenv.Consistently(t, 2*time.Second, "a dev cluster gets no Application", func() string {
+		if got := appNames(listApps(t, ns)); got != "web-"+c1.Name+",web-"+c3.Name {
+			return fmt.Sprintf("the Applications are %q", got)
+		}
+		return ""
+	})
+	testenv.Update(t, env.Client, c2, func(c *navarchv1.Cluster) { c.Labels["env"] = "prod" })
+	waitForApps(t, ns, "web-"+c1.Name+",web-"+c2.Name+",web-"+c3.Name)
+	testenv.Update(t, env.Client, c1, func(c *navarchv1.Cluster) { c.Labels["env"] = "dev" })
+	waitForApps(t, ns, "web-"+c2.Name+",web-"+c3.Name)
 }
 
 func TestManualEditsAreRevertedUnlessIgnored(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	set := applyAppSet(t, ns, listAppSet("a", "b"))
 	waitForApps(t, ns, "a,b")
 	setRevision := func(name, rev string) {
-		update(t, &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		testenv.Update(t, env.Client, &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 			func(a *navarchv1.Application) { a.Spec.Source.TargetRevision = rev })
 	}
 	setRevision("a", "hotfix")
-	eventually(t, "the hand edit of a is reverted", func() string {
+	testenv.Eventually(t, "the hand edit of a is reverted", func() string {
 		if rev := listApps(t, ns)["a"].Spec.Source.TargetRevision; rev != "" {
 			return "targetRevision is " + rev
 		}
 		return ""
 	})
 
-	update(t, set, func(s *navarchv1.ApplicationSet) {
+	testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 		s.Spec.IgnoreApplicationDifferences = []navarchv1.ApplicationSetIgnoreDifferences{
 			{Name: "b", JSONPointers: []string{"/spec/source/targetRevision"}},
 		}
@@ -597,66 +528,73 @@ func TestManualEditsAreRevertedUnlessIgnored(t *testing.T) {
 	waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 	setRevision("b", "hotfix")
 	refresh(t, set)
-	time.Sleep(time.Second)
-	if rev := listApps(t, ns)["b"].Spec.Source.TargetRevision; rev != "hotfix" {
-		t.Errorf("the ignored hand edit of b was reverted to %q", rev)
-	}
+	testenv.Consistently(t, 2*time.Second, "the ignored hand edit of b is kept", func() string {
+		if rev := listApps(t, ns)["b"].Spec.Source.TargetRevision; rev != "hotfix" {
+			return fmt.Sprintf("targetRevision was reverted to %q", rev)
+		}
+		return ""
+	})
 }
 
 func TestAnUnchangedPassWritesNothing(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	set := applyAppSet(t, ns, listAppSet("a", "b", "c"))
 	waitForApps(t, ns, "a,b,c")
 	waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 
 	// Watch every write in the namespace while a refresh forces a pass that changes nothing.
-	w, err := k8s.Watch(context.Background(), &navarchv1.ApplicationList{}, client.InNamespace(ns))
+	w, err := env.Client.Watch(context.Background(), &navarchv1.ApplicationList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	ws, err := k8s.Watch(context.Background(), &navarchv1.ApplicationSetList{}, client.InNamespace(ns))
+	ws, err := env.Client.Watch(context.Background(), &navarchv1.ApplicationSetList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Stop()
-	refresh(t, set)
-	appWrites, setWrites := 0, 0
-	timeout := time.After(3 * time.Second)
-	for done := false; !done; {
-		select {
-		case e := <-w.ResultChan():
-			if e.Type != "ADDED" {
-				appWrites++
-			}
-		case e := <-ws.ResultChan():
-			if e.Type != "ADDED" {
-				setWrites++
-			}
-		case <-timeout:
-			done = true
-		}
-	}
-	if appWrites != 0 {
-		t.Errorf("a pass that changed nothing wrote %d times to Applications", appWrites)
-	}
+	var appWrites, setWrites atomic.Int64
+	go countWrites(w, &appWrites)
+	go countWrites(ws, &setWrites)
+	requestRefresh(t, set)
 	// The test's own annotation and the controller clearing it; a status patch would be a third.
-	if setWrites != 2 {
-		t.Errorf("the ApplicationSet was written %d times, want 2 (refresh set and cleared)", setWrites)
+	testenv.Eventually(t, "the refresh is set and cleared", func() string {
+		if n := setWrites.Load(); n < 2 {
+			return fmt.Sprintf("the ApplicationSet was written %d times", n)
+		}
+		return ""
+	})
+	testenv.Consistently(t, 3*time.Second, "a pass that changes nothing writes nothing more", func() string {
+		if n := appWrites.Load(); n != 0 {
+			return fmt.Sprintf("the Applications were written %d times", n)
+		}
+		if n := setWrites.Load(); n != 2 {
+			return fmt.Sprintf("the ApplicationSet was written %d times, want 2 (refresh set and cleared)", n)
+		}
+		return ""
+	})
+}
+
+// countWrites counts the events of w other than the ADDED of the initial list, until w stops.
+func countWrites(w watch.Interface, n *atomic.Int64) {
+	for e := range w.ResultChan() {
+		if e.Type != watch.Added {
+			n.Add(1)
+		}
 	}
 }
 
 func TestADeletedApplicationIsRecreated(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	applyAppSet(t, ns, listAppSet("a", "b"))
 	apps := waitForApps(t, ns, "a,b")
 	a := apps["a"]
 	// Without the fleet controller, the resources finalizer would hold the deletion: remove it.
-	update(t, &a, func(app *navarchv1.Application) { app.Finalizers = nil })
-	if err := k8s.Delete(context.Background(), &a); err != nil {
+	testenv.Update(t, env.Client, &a, func(app *navarchv1.Application) { app.Finalizers = nil })
+	if err := env.Client.Delete(context.Background(), &a); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a is recreated with a new identity", func() string {
+	testenv.Eventually(t, "a is recreated with a new identity", func() string {
 		got, ok := listApps(t, ns)["a"]
 		if !ok || got.UID == a.UID {
 			return "a has not been recreated"
@@ -703,15 +641,15 @@ func TestANameTemplateMistakeDeletesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := namespace(t)
+			ns := testenv.Namespace(t, env.Client)
 			set := applyAppSet(t, ns, listAppSet("a", "b", "c"))
 			waitForApps(t, ns, "a,b,c")
 			waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 
-			update(t, set, tt.mistake)
+			testenv.Update(t, env.Client, set, tt.mistake)
 			cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonApplicationError)
-			refresh(t, set) // one more pass inside the window
-			consistently(t, "no Application is deleted while a name is broken", 3*time.Second, func() string {
+			requestRefresh(t, set) // one more pass inside the window
+			testenv.Consistently(t, 3*time.Second, "no Application is deleted while a name is broken", func() string {
 				if got := appNames(listApps(t, ns)); got != tt.during {
 					return fmt.Sprintf("Applications are %q, want %q", got, tt.during)
 				}
@@ -724,7 +662,7 @@ func TestANameTemplateMistakeDeletesNothing(t *testing.T) {
 			}
 
 			// Once every name is valid and unique, the deletions go ahead.
-			update(t, set, func(s *navarchv1.ApplicationSet) {
+			testenv.Update(t, env.Client, set, func(s *navarchv1.ApplicationSet) {
 				s.Spec.Template.Metadata.Name = "{{name}}-v2"
 				s.Spec.Generators[0].List.Elements = s.Spec.Generators[0].List.Elements[:3]
 			})
@@ -763,7 +701,7 @@ func TestDeletionBudgetCountsAndPercentages(t *testing.T) {
 // The "Applied ApplicationSet" log line is what an operator reads: it must count the writes
 // that happened, and every Application that was not written as an error.
 func TestTheAppliedLogLineCountsWhatHappened(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	applyAppSet(t, ns, `
 metadata: {name: s}
 spec:
@@ -784,7 +722,7 @@ spec:
 			e.values["created"], e.values["updated"], e.values["deleted"], e.values["errors"])
 	}
 	var lines []logEntry
-	eventually(t, "two passes are logged (the first and its retry)", func() string {
+	testenv.Eventually(t, "two passes are logged (the first and its retry)", func() string {
 		lines = controllerLogs.lines("Applied ApplicationSet", "applicationSet", ns+"/s")
 		if len(lines) < 2 {
 			return fmt.Sprintf("%d Applied ApplicationSet lines", len(lines))

@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // freeAddr returns a loopback address with a port nobody listens on.
@@ -36,10 +38,10 @@ func freeAddr(t *testing.T) string {
 func serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	if err := k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}); err != nil {
+	if err := env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(restConfig)
+	cs, err := kubernetes.NewForConfig(env.Management.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +59,13 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // config/rbac/metrics_reader_role.yaml grants) read the metrics, which name namespaces,
 // ApplicationSets and Clusters.
 func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := freeAddr(t)
 	done := make(chan error, 1)
 	go func() {
 		// Only the Cluster controller: the package's own controller runs the others.
-		done <- Run(ctx, Options{Config: restConfig, MetricsAddr: addr, ProbeAddr: "0", Controllers: []string{"cluster"}})
+		done <- Run(ctx, Options{Config: env.Management.RESTConfig(), MetricsAddr: addr, ProbeAddr: "0", Controllers: []string{"cluster"}})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -73,12 +75,12 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 	})
 
 	for _, obj := range readManifests(t, filepath.Join("..", "..", "config", "rbac", "metrics_reader_role.yaml")) {
-		if err := k8s.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := env.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
 	reader := serviceAccountToken(t, ns, "prometheus")
-	if err := k8s.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+	if err := env.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "navarch-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
@@ -105,7 +107,7 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	eventually(t, "the metrics endpoint serves an authorized caller", func() string {
+	testenv.Eventually(t, "the metrics endpoint serves an authorized caller", func() string {
 		code, body := get("https", reader)
 		if code != http.StatusOK || !strings.Contains(body, "workqueue_depth") {
 			return fmt.Sprintf("GET /metrics with the reader's token: %d %.200s", code, body)
@@ -137,7 +139,7 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 // the machine.
 func TestPlainHTTPMetricsOnlyOnLoopback(t *testing.T) {
 	for _, addr := range []string{":8080", "0.0.0.0:8080", "10.0.0.1:8080", "[::]:8080"} {
-		err := Run(context.Background(), Options{Config: restConfig, MetricsAddr: addr, MetricsInsecure: true, ProbeAddr: "0"})
+		err := Run(context.Background(), Options{Config: env.Management.RESTConfig(), MetricsAddr: addr, MetricsInsecure: true, ProbeAddr: "0"})
 		if err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("plain HTTP metrics on %s: %v; want a refusal naming loopback", addr, err)
 		}

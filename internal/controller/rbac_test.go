@@ -19,6 +19,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/scheme"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // TestGeneratedRBACIsEnoughAndNoMore installs config/rbac as `kubectl apply -k config/default`
@@ -26,24 +27,21 @@ import (
 // Secrets outside the controller's namespace are not readable.
 func TestGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
 	ctx := context.Background()
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "navarch-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	for _, f := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml"} {
 		for _, obj := range readManifests(t, filepath.Join("..", "..", "config", "rbac", f)) {
-			if err := k8s.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
 			}
 		}
 	}
-	cfg := rest.CopyConfig(restConfig)
+	cfg := env.Management.RESTConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:navarch-system:navarch-controller"}
 	as, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	ns := namespace(t)
+	ns := testenv.Namespace(t, env.Client)
 	set := applyAppSet(t, ns, listAppSet("a"))
 	allowed := []struct {
 		what string
