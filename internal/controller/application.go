@@ -217,7 +217,11 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %.8s started by %s", after.SyncResult.Revision, who))
 	}
 	if !started && after.RetryCount > before.RetryCount {
-		log.Info("Operation failed; retrying", "retry", after.RetryCount, "nextRetryAt", after.NextRetryAt, "reason", after.Message)
+		next := ""
+		if after.NextRetryAt != nil {
+			next = after.NextRetryAt.UTC().Format(time.RFC3339)
+		}
+		log.Info("Operation failed; retrying", "retry", after.RetryCount, "nextRetryAt", next, "reason", after.Message)
 		event(corev1.EventTypeWarning, "OperationRetrying", after.Message)
 	}
 	if after.Phase == navarchv1.OperationRunning || (!started && before.Phase == after.Phase) {
