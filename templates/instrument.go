@@ -7,10 +7,10 @@ import (
 // Parsed Go templates are changed in two ways before they run, so that the output (see
 // output) can bound what they do.
 //
-// Ticks: every range body and every template body starts with an empty text node. Executing
-// it writes nothing, but it calls the output's Write, which counts the step and looks at the
-// clock: a range over a billion numbers with an empty body, or a template that calls itself,
-// would otherwise run without ever reaching the output.
+// Ticks: every range body, and the body of every template that others can call, starts with
+// an empty text node. Executing it writes nothing, but it calls the output's Write, which
+// counts the step and looks at the clock: a range over a billion numbers with an empty body,
+// or a template that calls itself, would otherwise run without ever reaching the output.
 //
 // Guards: set and merge change maps in place. A map that is in a list many times, or a
 // string that was stored in many maps, makes a value that prints far larger than the memory
@@ -29,12 +29,15 @@ const (
 	guardVar = "$_navarchValue"
 )
 
-// addTicks starts every range body and every template body of tree with an empty text node.
-func addTicks(tree *parse.Tree) {
+// addTicks starts every range body of tree with an empty text node, and the template body
+// too when calls says it can be called by other templates.
+func addTicks(tree *parse.Tree, calls bool) {
 	if tree == nil || tree.Root == nil {
 		return
 	}
-	prependTick(tree.Root)
+	if calls {
+		prependTick(tree.Root)
+	}
 	walkLists(tree.Root, func(n parse.Node) {
 		if r, ok := n.(*parse.RangeNode); ok && r.List != nil {
 			prependTick(r.List)

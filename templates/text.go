@@ -148,7 +148,9 @@ func (p *goParser) parse(src string) (*goText, error) {
 func (p *goParser) parseTemplate(src string, guards bool) (*template.Template, bool, error) {
 	var t *template.Template
 	var trees []*parse.Tree
-	if strings.Contains(src, "define") || strings.Contains(src, "block") || strings.Contains(src, "template") {
+	// Only a string with a set of its own can call templates.
+	own := strings.Contains(src, "define") || strings.Contains(src, "block") || strings.Contains(src, "template")
+	if own {
 		t = p.newTemplate()
 		for _, o := range p.options {
 			t.Option(o)
@@ -172,7 +174,7 @@ func (p *goParser) parseTemplate(src string, guards bool) (*template.Template, b
 	}
 	mutates := false
 	for _, tree := range trees {
-		addTicks(tree)
+		addTicks(tree, own)
 		if guards {
 			addGuards(tree)
 		}
