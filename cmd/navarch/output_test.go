@@ -126,3 +126,49 @@ func TestShortRevision(t *testing.T) {
 		}
 	}
 }
+
+// An Application stored before user info was refused may still hold a password in its source
+// or its history: no output shows it.
+func TestOutputsRedactUserInfo(t *testing.T) {
+	const secret = "hunter2"
+	src := navarchv1.ApplicationSource{RepoURL: "http://alice:" + secret + "@git.example/r.git", Path: "apps"}
+	app := &navarchv1.Application{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "apps"},
+		Spec:       navarchv1.ApplicationSpec{Source: src},
+		Status:     navarchv1.ApplicationStatus{History: []navarchv1.RevisionHistory{{ID: 1, Source: src}}},
+	}
+	for _, format := range []string{"yaml", "json"} {
+		var out bytes.Buffer
+		if err := printObjects(&out, format, false, app); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), secret) || strings.Contains(out.String(), "alice") {
+			t.Errorf("-o %s shows the user info:\n%s", format, out.String())
+		}
+		if !strings.Contains(out.String(), "http://git.example/r.git") {
+			t.Errorf("-o %s lost the URL itself:\n%s", format, out.String())
+		}
+	}
+	var table, fields bytes.Buffer
+	if err := printTable(&table, [][]string{{"NAME", "REPO"}, {"api", src.RepoURL}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := printFields(&fields, [][]string{{"Source:", src.RepoURL + ", path apps"}, {"Message:", "fetch https://bot:tok3n@h/x.git failed"}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"table": table.String(), "description": fields.String()} {
+		if strings.Contains(out, secret) || strings.Contains(out, "tok3n") {
+			t.Errorf("%s shows the user info:\n%s", name, out)
+		}
+	}
+	for in, want := range map[string]string{
+		"https://git.example/r.git":             "https://git.example/r.git",
+		"ssh://git@git.example/r.git":           "ssh://git.example/r.git",
+		"see http://u:p@h:80/x and https://a@b": "see http://h:80/x and https://b",
+		"mail alice@example.com":                "mail alice@example.com",
+	} {
+		if got := redactUserInfo(in); got != want {
+			t.Errorf("redactUserInfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
