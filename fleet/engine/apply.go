@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/navarch-io/navarch/fleet/clustercache"
 )
 
 // FieldManager is the server-side apply field manager of everything navarch applies.
@@ -18,13 +16,13 @@ const FieldManager = "navarch"
 
 // dryRun server-side applies r's desired object with dryRun=All and returns what the object
 // would become.
-func (e *Engine) dryRun(ctx context.Context, remote *clustercache.Remote, r *resource) (*unstructured.Unstructured, error) {
+func (e *Engine) dryRun(ctx context.Context, remote *cluster, r *resource) (*unstructured.Unstructured, error) {
 	dryRuns.WithLabelValues(remote.Name).Inc()
 	return e.patch(ctx, remote, r, r.obj, true)
 }
 
 // apply server-side applies r's desired object, or replaces it with Replace=true.
-func (e *Engine) apply(ctx context.Context, remote *clustercache.Remote, r *resource, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (e *Engine) apply(ctx context.Context, remote *cluster, r *resource, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	var out *unstructured.Unstructured
 	var err error
 	if r.options.on("Replace") {
@@ -35,7 +33,7 @@ func (e *Engine) apply(ctx context.Context, remote *clustercache.Remote, r *reso
 	if err != nil && r.options.on("Force") && r.live != nil && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)) {
 		// Force=true: an object the server refuses to change (an immutable field) is
 		// deleted and created again, like `kubectl apply --force`.
-		if err := e.remove(ctx, remote, r, metav1.DeletePropagationForeground); err != nil {
+		if _, err := e.remove(ctx, remote, r, metav1.DeletePropagationForeground); err != nil {
 			return nil, err
 		}
 		out, err = remote.Resource(r.mapping, r.ref.Namespace).Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
@@ -47,7 +45,7 @@ func (e *Engine) apply(ctx context.Context, remote *clustercache.Remote, r *reso
 	return out, err
 }
 
-func (e *Engine) patch(ctx context.Context, remote *clustercache.Remote, r *resource, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+func (e *Engine) patch(ctx context.Context, remote *cluster, r *resource, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
@@ -63,7 +61,7 @@ func (e *Engine) patch(ctx context.Context, remote *clustercache.Remote, r *reso
 }
 
 // replace creates the object or overwrites it entirely (`kubectl replace`).
-func (e *Engine) replace(ctx context.Context, remote *clustercache.Remote, r *resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (e *Engine) replace(ctx context.Context, remote *cluster, r *resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	client := remote.Resource(r.mapping, r.ref.Namespace)
 	validation := "Strict"
 	if r.options.off("Validate") {
@@ -82,25 +80,27 @@ func (e *Engine) replace(ctx context.Context, remote *clustercache.Remote, r *re
 }
 
 // remove deletes a live object with the given propagation policy; an object already gone, or
-// replaced by another of the same name, is not an error.
-func (e *Engine) remove(ctx context.Context, remote *clustercache.Remote, r *resource, policy metav1.DeletionPropagation) error {
+// replaced by another of the same name, is not an error. gone reports that the server no
+// longer has the object, which the watch cache may not show yet.
+func (e *Engine) remove(ctx context.Context, remote *cluster, r *resource, policy metav1.DeletionPropagation) (gone bool, err error) {
 	return e.deleteLive(ctx, remote, r, r.live, policy)
 }
 
-// deleteLive deletes live, the object r names, if it is still the same object (UID).
-func (e *Engine) deleteLive(ctx context.Context, remote *clustercache.Remote, r *resource, live *unstructured.Unstructured, policy metav1.DeletionPropagation) error {
-	err := remote.Resource(r.mapping, r.ref.Namespace).Delete(ctx, r.ref.Name, metav1.DeleteOptions{
+// deleteLive deletes live, the object r names, if it is still the same object (UID). gone
+// reports that it no longer exists.
+func (e *Engine) deleteLive(ctx context.Context, remote *cluster, r *resource, live *unstructured.Unstructured, policy metav1.DeletionPropagation) (gone bool, err error) {
+	err = remote.Resource(r.mapping, r.ref.Namespace).Delete(ctx, r.ref.Name, metav1.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: new(live.GetUID())},
 	})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete %s %s: %w", r.ref.Kind, r.ref.Name, err)
+		return false, fmt.Errorf("delete %s %s: %w", r.ref.Kind, r.ref.Name, err)
 	}
 	e.dryRuns.forget(remote.Name + "/" + r.key())
-	return nil
+	return false, nil
 }
 
 // propagation returns the PrunePropagationPolicy option; foreground by default.

@@ -55,7 +55,7 @@ func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
 // namespaceCheck looks each namespace up at most once per comparison. A failed lookup counts
 // as existing: the dry run then tells what is wrong.
 type namespaceCheck struct {
-	remote *clustercache.Remote
+	remote *cluster
 	mu     sync.Mutex
 	known  map[string]bool
 }
@@ -140,7 +140,7 @@ func (c *dryRunCache) forget(key string) {
 //
 // Hooks come back separately: sync operations run them, comparisons ignore them. Their
 // tracking id is set when an operation names their instance.
-func (e *Engine) prepare(app *navarchv1.Application, remote *clustercache.Remote, objs []*unstructured.Unstructured, opts syncOptions) (desired, hooks []*resource, err error) {
+func (e *Engine) prepare(app *navarchv1.Application, remote *cluster, objs []*unstructured.Unstructured, opts syncOptions) (desired, hooks []*resource, err error) {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	crdScopes := crdScopes(objs)
 	seen := map[string]bool{}
@@ -209,7 +209,7 @@ func setAnnotation(obj *unstructured.Unstructured, key, value string) {
 // hooks excluded) that is still live and still tracked by it, with its live state, wave and
 // sync options filled in. Objects whose kind is gone went with it; objects another
 // Application tracks now are no longer this one's.
-func (e *Engine) inventory(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, opts syncOptions, found func(*resource)) error {
+func (e *Engine) inventory(ctx context.Context, app *navarchv1.Application, remote *cluster, opts syncOptions, found func(*resource)) error {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	for _, inv := range app.Status.Resources {
 		if inv.Hook {
@@ -217,7 +217,12 @@ func (e *Engine) inventory(ctx context.Context, app *navarchv1.Application, remo
 		}
 		r := &resource{gvk: schema.GroupVersionKind{Group: inv.Group, Version: inv.Version, Kind: inv.Kind}, ref: inv.ResourceRef}
 		if r.mapping, r.mappingErr = remote.Mapping(r.gvk); r.mapping == nil {
-			continue
+			if r.mappingErr != nil && !meta.IsNoMatchError(r.mappingErr) {
+				// Discovery failed (the cluster does not answer): the object may well exist,
+				// so it must not be forgotten by prune or deletion.
+				return fmt.Errorf("look up kind %s: %w", r.gvk.Kind, r.mappingErr)
+			}
+			continue // the cluster has no such kind any more: nothing of it is left
 		}
 		live, err := remote.Live(ctx, r.mapping, r.ref.Namespace, r.ref.Name)
 		if err != nil {
@@ -258,7 +263,7 @@ func objName(obj *unstructured.Unstructured) string {
 
 // compare fills in the live state, sync status and health of every desired resource and
 // adds the inventory's resources that are no longer desired.
-func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, desired []*resource, ig *diff.Ignore, opts syncOptions) *comparison {
+func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote *cluster, desired []*resource, ig *diff.Ignore, opts syncOptions) *comparison {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	c := &comparison{resources: desired, ignore: ig}
 	ignoreHash := ignoreKey(app.Spec.IgnoreDifferences)
@@ -323,7 +328,7 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 }
 
 // compareOne compares one desired resource with the cluster.
-func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *clustercache.Remote, r *resource, ig *diff.Ignore, ignoreHash string, namespaces *namespaceCheck) {
+func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, remote *cluster, r *resource, ig *diff.Ignore, ignoreHash string, namespaces *namespaceCheck) {
 	r.status = navarchv1.SyncStatusOutOfSync
 	if r.mapping == nil {
 		r.message = fmt.Sprintf("the cluster does not serve kind %s (%s)", r.gvk.Kind, r.gvk.GroupVersion().String())
@@ -432,7 +437,7 @@ func (e *Engine) compareOne(ctx context.Context, appKey types.NamespacedName, re
 }
 
 // get reads an object directly from the cluster, managedFields included; nil when absent.
-func (e *Engine) get(ctx context.Context, remote *clustercache.Remote, r *resource) (*unstructured.Unstructured, error) {
+func (e *Engine) get(ctx context.Context, remote *cluster, r *resource) (*unstructured.Unstructured, error) {
 	obj, err := remote.Resource(r.mapping, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

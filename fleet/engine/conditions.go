@@ -8,16 +8,6 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
 
-// Ready condition reasons.
-const (
-	ReasonSyncedAndHealthy = "SyncedAndHealthy"
-	ReasonOutOfSync        = "OutOfSync"
-	ReasonSyncing          = "Syncing"
-	ReasonSyncFailed       = "SyncFailed"
-	ReasonComparisonFailed = "ComparisonFailed"
-	ReasonNotHealthy       = "NotHealthy"
-)
-
 func setCondition(app *navarchv1.Application, typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: truncate(message, 32768), ObservedGeneration: app.Generation,
@@ -34,7 +24,7 @@ func setReady(app *navarchv1.Application) {
 	st := &app.Status
 	running := st.OperationState != nil && st.OperationState.Phase == navarchv1.OperationRunning
 	if running {
-		setCondition(app, navarchv1.ConditionReconciling, metav1.ConditionTrue, ReasonSyncing, st.OperationState.Message)
+		setCondition(app, navarchv1.ConditionReconciling, metav1.ConditionTrue, navarchv1.ReasonSyncing, st.OperationState.Message)
 	} else {
 		removeCondition(app, navarchv1.ConditionReconciling)
 	}
@@ -43,18 +33,18 @@ func setReady(app *navarchv1.Application) {
 	}
 	switch {
 	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationComparisonError):
-		ready(metav1.ConditionFalse, ReasonComparisonFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationComparisonError).Message)
+		ready(metav1.ConditionFalse, navarchv1.ReasonComparisonFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationComparisonError).Message)
 	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationSyncError) && !running &&
 		(st.Sync.Status != navarchv1.SyncStatusSynced || st.Health.Status != navarchv1.HealthHealthy):
-		ready(metav1.ConditionFalse, ReasonSyncFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationSyncError).Message)
+		ready(metav1.ConditionFalse, navarchv1.ReasonSyncFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationSyncError).Message)
 	case running:
-		ready(metav1.ConditionFalse, ReasonSyncing, st.OperationState.Message)
+		ready(metav1.ConditionFalse, navarchv1.ReasonSyncing, st.OperationState.Message)
 	case st.Sync.Status != navarchv1.SyncStatusSynced:
-		ready(metav1.ConditionFalse, ReasonOutOfSync, "the live state differs from Git at "+shortCommit(st.Sync.Revision))
+		ready(metav1.ConditionFalse, navarchv1.ReasonOutOfSync, "the live state differs from Git at "+shortCommit(st.Sync.Revision))
 	case st.Health.Status != navarchv1.HealthHealthy:
-		ready(metav1.ConditionFalse, ReasonNotHealthy, string(st.Health.Status)+": "+st.Health.Message)
+		ready(metav1.ConditionFalse, navarchv1.ReasonNotHealthy, string(st.Health.Status)+": "+st.Health.Message)
 	default:
-		ready(metav1.ConditionTrue, ReasonSyncedAndHealthy, "synced to "+shortCommit(st.Sync.Revision)+" and healthy")
+		ready(metav1.ConditionTrue, navarchv1.ReasonSyncedAndHealthy, "synced to "+shortCommit(st.Sync.Revision)+" and healthy")
 	}
 }
 

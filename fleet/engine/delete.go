@@ -14,8 +14,13 @@ import (
 // Delete deletes the resources of an Application that is being deleted: every object of its
 // inventory that still carries its tracking id, in reverse sync order. It reports how many
 // are still there; the caller removes the finalizer at 0 (watch events call it again as
-// objects go).
-func (e *Engine) Delete(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote) (remaining int, err error) {
+// objects go). What the server says is gone counts as gone even while the watch cache, which
+// may lag after the cluster was unreachable, still shows it.
+func (e *Engine) Delete(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote) (remaining int, err error) {
+	return e.deleteResources(ctx, app, clusterOf(dest))
+}
+
+func (e *Engine) deleteResources(ctx context.Context, app *navarchv1.Application, remote *cluster) (remaining int, err error) {
 	appKey := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	opts := e.syncOptions(app)
 	var rs []*resource
@@ -27,12 +32,22 @@ func (e *Engine) Delete(ctx context.Context, app *navarchv1.Application, remote 
 		if r.options.off("Delete") {
 			continue // Delete=false: the object outlives its Application
 		}
+		gone := false
 		if r.live.GetDeletionTimestamp() == nil {
-			if err := e.remove(ctx, remote, r, propagation(opts)); err != nil {
+			if gone, err = e.remove(ctx, remote, r, propagation(opts)); err != nil {
 				return 0, fmt.Errorf("delete the resources of %s: %w", appKey, err)
 			}
+		} else {
+			// Being deleted (foreground deletion, finalizers): ask the server whether it still is.
+			live, err := e.get(ctx, remote, r)
+			if err != nil {
+				return 0, fmt.Errorf("delete the resources of %s: %w", appKey, err)
+			}
+			gone = live == nil || live.GetUID() != r.live.GetUID()
 		}
-		remaining++
+		if !gone {
+			remaining++
+		}
 	}
 	return remaining, nil
 }

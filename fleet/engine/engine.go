@@ -3,10 +3,17 @@
 // health) and runs sync operations.
 //
 // A sync operation is a plan of tasks — apply each desired object, wave by wave in kind
-// order, then prune what left Git — that the engine advances step by step. Everything the
-// operation has done is recorded in status.operationState, so each Reconcile continues where
-// the last one stopped: after a wait (a CRD to be established, a wave to turn healthy), or
-// after a controller restart. Waits are ended by watch events, not timers.
+// order, then prune what left Git — that the engine advances pass by pass. A pass runs a short
+// list of steps (gate retry, select, plan, terminate, SyncFail hooks, create namespace,
+// validate, dry run, run groups, finish), each ending in a typed outcome: proceed to the next
+// step, wait (for a watch event, or for a timer), fail the attempt, or end the operation.
+// Everything the operation has done is recorded in status.operationState, so each Reconcile
+// continues where the last one stopped: after a wait, or after a controller restart.
+//
+// Timed behaviour never rides on the Git poll: a wait ends on a watch event of the objects or
+// the Application (a hook completing, a wave turning healthy, a prune confirmation), or on its
+// own timer, returned as Result.RequeueAfter, for what no watch announces (a retry at
+// nextRetryAt, the kind of a new CRD being served, the selfHeal backoff).
 //
 // The engine works on the Application object it is given and changes only its status; the
 // caller persists it.
@@ -63,16 +70,33 @@ type Result struct {
 	// only on events.
 	RequeueAfter time.Duration
 	// ClearOperation asks the caller to remove the Application's `operation` field: the
-	// operation it requested has started.
+	// operation it requested has started, or was dropped because another one runs. The
+	// caller clears it before it writes the status that records the operation, so that
+	// whoever sees the operation sees the request gone.
 	ClearOperation bool
 	// Annotations asks the caller to set (non-empty value) or remove (empty value)
-	// annotations of the Application.
+	// annotations of the Application. Set annotations (the pause of a rollback) are written
+	// with the cleared request, before the status; removals acknowledge what the status
+	// records (a termination, a prune confirmation) and are written after it.
 	Annotations map[string]string
 }
 
-// Reconcile compares app with the cluster behind remote, records the comparison in
-// app.Status, and starts or advances a sync operation. refresh forces a new Git lookup.
-func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, refresh bool) (Result, error) {
+const (
+	// fetchErrorWait is how soon an Application whose source could not be fetched looks
+	// again.
+	fetchErrorWait = 30 * time.Second
+	// requestedStartWait is how soon the operation started from a request runs its steps: at
+	// once, in the pass after the one that recorded its start.
+	requestedStartWait = time.Millisecond
+)
+
+// Reconcile compares app with the cluster behind dest, records the comparison in app.Status,
+// and starts or advances a sync operation. refresh forces a new Git lookup.
+//
+// Result.RequeueAfter is the sooner of the next Git poll and the operation's or selfHeal's own
+// timer.
+func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote, refresh bool) (Result, error) {
+	remote := clusterOf(dest)
 	now := metav1.NewTime(e.opts.Now())
 	st := &app.Status
 	st.ReconciledAt = &now
@@ -86,7 +110,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 	manifests, err := e.opts.Source.Fetch(ctx, app.Spec.Source, "", refresh)
 	if err != nil {
 		e.comparisonFailed(app, err)
-		return Result{RequeueAfter: 30 * time.Second}, nil
+		return Result{RequeueAfter: fetchErrorWait}, nil
 	}
 	res.RequeueAfter = manifests.NextPoll
 	opts := e.syncOptions(app)
@@ -100,9 +124,11 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 	e.recordComparison(app, cmp)
 
 	// Start an operation: asked for, or automated.
+	requested := false
 	if app.Operation != nil {
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
+			requested = true
 			if pause := e.startRequested(ctx, app, manifests.Commit); pause != "" {
 				res.Annotations = map[string]string{navarchv1.AnnotationAutomatedSyncPaused: pause}
 			}
@@ -116,9 +142,16 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, remo
 		}
 	}
 
-	if state := st.OperationState; state != nil && state.Phase == navarchv1.OperationRunning {
+	switch state := st.OperationState; {
+	case state == nil || state.Phase != navarchv1.OperationRunning:
+	case requested:
+		// A requested operation runs from the next pass, once the caller has cleared the
+		// request and recorded the start. The cluster then changes only for an operation the
+		// status records, and a request is never run twice.
+		res.RequeueAfter = min(res.RequeueAfter, requestedStartWait)
+	default:
 		_, terminate := app.Annotations[navarchv1.AnnotationTerminateOperation]
-		after, err := e.runOperation(ctx, app, remote, cmp, manifests.Commit, terminate)
+		after, err := e.runOperation(ctx, app, remote, cmp, terminate)
 		if err != nil {
 			return res, err
 		}
@@ -209,7 +242,7 @@ func (e *Engine) comparisonFailed(app *navarchv1.Application, err error) {
 	if app.Status.Health.Status == "" {
 		app.Status.Health = navarchv1.HealthStatus{Status: navarchv1.HealthUnknown}
 	}
-	setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, "ComparisonFailed", err.Error())
+	setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, navarchv1.ReasonComparisonFailed, err.Error())
 	setReady(app)
 }
 
@@ -232,12 +265,12 @@ func (e *Engine) recordComparison(app *navarchv1.Application, c *comparison) {
 	}
 	st.Resources = resources
 	if len(c.errors) > 0 {
-		setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, "ComparisonFailed", truncate(strings.Join(c.errors, "; "), 2048))
+		setCondition(app, navarchv1.ApplicationComparisonError, metav1.ConditionTrue, navarchv1.ReasonComparisonFailed, truncate(strings.Join(c.errors, "; "), 2048))
 	} else {
 		removeCondition(app, navarchv1.ApplicationComparisonError)
 	}
 	if len(c.shared) > 0 {
-		setCondition(app, navarchv1.ApplicationSharedResourceWarning, metav1.ConditionTrue, "SharedResource", truncate(strings.Join(c.shared, "; "), 2048))
+		setCondition(app, navarchv1.ApplicationSharedResourceWarning, metav1.ConditionTrue, navarchv1.ReasonSharedResource, truncate(strings.Join(c.shared, "; "), 2048))
 	} else {
 		removeCondition(app, navarchv1.ApplicationSharedResourceWarning)
 	}
@@ -278,7 +311,7 @@ func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, r
 		}
 	}
 	if p.Automated.Prune && !p.Automated.AllowEmpty && len(rendered) == 0 && len(app.Status.Resources) > 0 {
-		setCondition(app, navarchv1.ApplicationSyncError, metav1.ConditionTrue, "EmptyRender",
+		setCondition(app, navarchv1.ApplicationSyncError, metav1.ConditionTrue, navarchv1.ReasonEmptyRender,
 			"automated sync refused: the source renders no objects, and syncing would prune every resource; set syncPolicy.automated.allowEmpty to allow it")
 		setReady(app)
 		return nil, 0

@@ -176,7 +176,7 @@ func healthMessage(h *navarchv1.HealthStatus, fallback string) string {
 
 // advanceHook starts a hook task or checks on its instance. It returns the hook's phase
 // after this step; Failed comes with the reason.
-func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, t *task) (navarchv1.HookPhase, string, error) {
+func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, remote *cluster, t *task) (navarchv1.HookPhase, string, error) {
 	state := app.Status.OperationState
 	r := t.res
 	if r.mapping == nil {
@@ -245,7 +245,7 @@ func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, re
 }
 
 // releaseHook removes navarch's finalizer from a finished hook instance.
-func (e *Engine) releaseHook(ctx context.Context, remote *clustercache.Remote, r *resource, live *unstructured.Unstructured) error {
+func (e *Engine) releaseHook(ctx context.Context, remote *cluster, r *resource, live *unstructured.Unstructured) error {
 	finalizers := live.GetFinalizers()
 	i := slices.Index(finalizers, navarchv1.FinalizerHook)
 	if i < 0 {
@@ -264,17 +264,18 @@ func (e *Engine) releaseHook(ctx context.Context, remote *clustercache.Remote, r
 }
 
 // deleteHook deletes a hook instance, finalizer first.
-func (e *Engine) deleteHook(ctx context.Context, remote *clustercache.Remote, r *resource, live *unstructured.Unstructured) error {
+func (e *Engine) deleteHook(ctx context.Context, remote *cluster, r *resource, live *unstructured.Unstructured) error {
 	if err := e.releaseHook(ctx, remote, r, live); err != nil {
 		return err
 	}
-	return e.deleteLive(ctx, remote, r, live, metav1.DeletePropagationBackground) // the Job's pods go too
+	_, err := e.deleteLive(ctx, remote, r, live, metav1.DeletePropagationBackground) // the Job's pods go too
+	return err
 }
 
 // cleanupHooks deletes the instances of this attempt whose delete policy matches how the
 // operation ended (HookSucceeded after success, HookFailed after failure) and releases the
 // others from navarch's finalizer.
-func (e *Engine) cleanupHooks(ctx context.Context, remote *clustercache.Remote, tasks []*task, succeeded bool) error {
+func (e *Engine) cleanupHooks(ctx context.Context, remote *cluster, tasks []*task, succeeded bool) error {
 	policy := policyHookFailed
 	if succeeded {
 		policy = policyHookSucceeded
@@ -302,7 +303,7 @@ func (e *Engine) cleanupHooks(ctx context.Context, remote *clustercache.Remote, 
 }
 
 // terminateHooks deletes the instances of hooks still running.
-func (e *Engine) terminateHooks(ctx context.Context, app *navarchv1.Application, remote *clustercache.Remote, tasks []*task) error {
+func (e *Engine) terminateHooks(ctx context.Context, app *navarchv1.Application, remote *cluster, tasks []*task) error {
 	for _, t := range tasks {
 		res := e.result(app.Status.OperationState, t)
 		if t.res.hook == nil || res == nil || res.HookPhase != navarchv1.HookRunning || t.res.mapping == nil {

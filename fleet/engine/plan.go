@@ -2,8 +2,12 @@ package engine
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -75,3 +79,94 @@ func waves(rs []*resource) [][]*resource {
 
 // pruneOrder is the reverse of applyOrder: dependants go before what they depend on.
 func pruneOrder(a, b *resource) int { return applyOrder(b, a) }
+
+// task is one step of a sync operation's plan: apply an object, run a hook instance, or
+// prune an object.
+type task struct {
+	res   *resource
+	phase navarchv1.SyncPhase
+	wave  int64
+	prune bool
+}
+
+func (t *task) isHook() bool { return t.res.hook != nil }
+
+// phaseOrder is the order of the phases of a successful sync.
+var phaseOrder = []navarchv1.SyncPhase{navarchv1.SyncPhasePreSync, navarchv1.SyncPhaseSync, navarchv1.SyncPhasePostSync}
+
+// plan is an operation attempt's tasks: groups of (phase, wave) in order, and the SyncFail
+// hooks that run if the attempt fails.
+type plan struct {
+	groups   [][]*task
+	syncFail []*task
+	all      []*task
+}
+
+// buildPlan orders the operation's tasks. Prune tasks run in the Sync phase in reverse wave
+// order (the object of the highest wave first), or after every other Sync task with
+// PruneLast; within a group prune tasks come first, then hooks and objects in kind order.
+func buildPlan(app *navarchv1.Application, apply, prune, hooks []*resource, opID string, opts syncOptions) *plan {
+	p := &plan{}
+	var tasks []*task
+	minWave, maxWave := int64(0), int64(0)
+	for i, r := range apply {
+		if i == 0 || r.wave < minWave {
+			minWave = r.wave
+		}
+		if i == 0 || r.wave > maxWave {
+			maxWave = r.wave
+		}
+		tasks = append(tasks, &task{res: r, phase: navarchv1.SyncPhaseSync, wave: r.wave})
+	}
+	for _, r := range prune {
+		w := minWave + maxWave - r.wave
+		if opts.on("PruneLast") || r.options.on("PruneLast") {
+			w = maxWave + 1
+		}
+		tasks = append(tasks, &task{res: r, phase: navarchv1.SyncPhaseSync, wave: w, prune: true})
+	}
+	for _, h := range hooks {
+		for _, phase := range h.hook.phases {
+			t := &task{res: hookInstance(app, h, phase, opID), phase: phase, wave: h.wave}
+			if phase == navarchv1.SyncPhaseSyncFail {
+				p.syncFail = append(p.syncFail, t)
+			} else {
+				tasks = append(tasks, t)
+			}
+		}
+	}
+	slices.SortFunc(p.syncFail, func(a, b *task) int { return applyOrder(a.res, b.res) })
+	slices.SortStableFunc(tasks, func(a, b *task) int {
+		if c := slices.Index(phaseOrder, a.phase) - slices.Index(phaseOrder, b.phase); c != 0 {
+			return c
+		}
+		if a.wave != b.wave {
+			return cmp.Compare(a.wave, b.wave)
+		}
+		if a.prune != b.prune {
+			if a.prune {
+				return -1
+			}
+			return 1
+		}
+		if a.prune {
+			return pruneOrder(a.res, b.res)
+		}
+		return applyOrder(a.res, b.res)
+	})
+	for i, t := range tasks {
+		if i == 0 || t.phase != tasks[i-1].phase || t.wave != tasks[i-1].wave {
+			p.groups = append(p.groups, nil)
+		}
+		p.groups[len(p.groups)-1] = append(p.groups[len(p.groups)-1], t)
+	}
+	p.all = append(slices.Clone(tasks), p.syncFail...)
+	return p
+}
+
+// attemptID names an operation attempt: stable for the attempt, so a restarted controller
+// finds the hook instances it created, and different for every attempt and operation.
+func attemptID(app *navarchv1.Application, state *navarchv1.OperationState) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%s/%d/%d", app.UID, app.Name, state.StartedAt.UTC().Format(time.RFC3339Nano), state.RetryCount, len(app.Status.History)))
+	return hex.EncodeToString(sum[:])[:5]
+}

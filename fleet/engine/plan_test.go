@@ -288,3 +288,152 @@ func formatWaves(ws [][]string) string {
 	}
 	return b.String()
 }
+
+// hookResource returns obj as a hook, its phases and policies read as prepare reads them.
+func hookResource(obj *unstructured.Unstructured) *resource {
+	r := desired(obj)
+	r.hook = parseHook(obj)
+	return r
+}
+
+// prunable returns a live object no longer in Git, as the comparison finds it.
+func prunable(obj *unstructured.Unstructured, options syncOptions) *resource {
+	r := &resource{ref: refOf(obj), gvk: obj.GroupVersionKind(), live: obj, prune: true, options: options}
+	r.wave = waveOf(r)
+	return r
+}
+
+// describeTask names a task by phase, wave and what it does.
+func describeTask(t *task) string {
+	what := "apply"
+	switch {
+	case t.prune:
+		what = "prune"
+	case t.isHook():
+		what = "hook"
+	}
+	return fmt.Sprintf("%s %d %s %s %s", t.phase, t.wave, what, t.res.ref.Kind, t.res.ref.Name)
+}
+
+func TestBuildPlan(t *testing.T) {
+	app := &navarchv1.Application{}
+	app.Name, app.Namespace = "shop", "platform"
+	wave := func(w string) map[string]string { return map[string]string{navarchv1.AnnotationSyncWave: w} }
+	hook := func(phases, w string) map[string]string {
+		return map[string]string{navarchv1.AnnotationHook: phases, navarchv1.AnnotationSyncWave: w}
+	}
+	apply := func() []*resource {
+		return []*resource{
+			desired(object("v1", "ConfigMap", "shop", "config", wave("-1"))),
+			desired(object("apps/v1", "Deployment", "shop", "web", nil)),
+			desired(object("v1", "Service", "shop", "web", wave("1"))),
+		}
+	}
+	tests := []struct {
+		name     string
+		prune    []*resource
+		hooks    []*resource
+		opts     syncOptions
+		groups   [][]string
+		syncFail []string
+	}{{
+		name:   "objects in wave order",
+		groups: [][]string{{"Sync -1 apply ConfigMap config"}, {"Sync 0 apply Deployment web"}, {"Sync 1 apply Service web"}},
+	}, {
+		name: "prunes in reverse wave order, each before the objects of its group",
+		prune: []*resource{
+			prunable(object("v1", "ConfigMap", "shop", "old-high", wave("1")), nil),
+			prunable(object("v1", "Secret", "shop", "old-low", wave("-1")), nil),
+			prunable(object("v1", "ConfigMap", "shop", "old-zero", nil), nil),
+		},
+		groups: [][]string{
+			{"Sync -1 prune ConfigMap old-high", "Sync -1 apply ConfigMap config"},
+			{"Sync 0 prune ConfigMap old-zero", "Sync 0 apply Deployment web"},
+			{"Sync 1 prune Secret old-low", "Sync 1 apply Service web"},
+		},
+	}, {
+		name:  "PruneLast, for the sync or one object, prunes after the highest wave",
+		prune: []*resource{prunable(object("v1", "ConfigMap", "shop", "old", wave("1")), syncOptions{"PruneLast": "true"})},
+		groups: [][]string{
+			{"Sync -1 apply ConfigMap config"}, {"Sync 0 apply Deployment web"}, {"Sync 1 apply Service web"},
+			{"Sync 2 prune ConfigMap old"},
+		},
+	}, {
+		name: "hooks by phase, then wave; SyncFail hooks apart",
+		hooks: []*resource{
+			hookResource(object("batch/v1", "Job", "shop", "smoke", hook("PostSync", "0"))),
+			hookResource(object("batch/v1", "Job", "shop", "migrate", hook("PreSync", "5"))),
+			hookResource(object("batch/v1", "Job", "shop", "warm", hook("Sync", "0"))),
+			hookResource(object("batch/v1", "Job", "shop", "notify", hook("SyncFail", "0"))),
+			hookResource(object("v1", "ConfigMap", "shop", "both", hook("PreSync,PostSync", "0"))),
+		},
+		groups: [][]string{
+			{"PreSync 0 hook ConfigMap both"},
+			{"PreSync 5 hook Job migrate"},
+			{"Sync -1 apply ConfigMap config"},
+			{"Sync 0 apply Deployment web", "Sync 0 hook Job warm"},
+			{"Sync 1 apply Service web"},
+			{"PostSync 0 hook ConfigMap both", "PostSync 0 hook Job smoke"},
+		},
+		syncFail: []string{"SyncFail 0 hook Job notify"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := buildPlan(app, apply(), tc.prune, tc.hooks, "4f1a2", tc.opts)
+			var groups [][]string
+			for _, g := range p.groups {
+				var names []string
+				for _, task := range g {
+					names = append(names, describeTask(task))
+				}
+				groups = append(groups, names)
+			}
+			if got, want := formatWaves(groups), formatWaves(tc.groups); got != want {
+				t.Errorf("groups:\n%s\nwant:\n%s", got, want)
+			}
+			var syncFail []string
+			for _, task := range p.syncFail {
+				syncFail = append(syncFail, describeTask(task))
+			}
+			if !slices.Equal(syncFail, tc.syncFail) {
+				t.Errorf("SyncFail hooks %v, want %v", syncFail, tc.syncFail)
+			}
+			if n := len(p.all); n != len(apply())+len(tc.prune)+countPhases(tc.hooks) {
+				t.Errorf("%d tasks in all, want every task once", n)
+			}
+		})
+	}
+}
+
+func countPhases(hooks []*resource) int {
+	n := 0
+	for _, h := range hooks {
+		n += len(h.hook.phases)
+	}
+	return n
+}
+
+// A hook with a fixed name keeps it; a generateName hook is named after the attempt, and per
+// phase when it runs in several.
+func TestHookInstanceNames(t *testing.T) {
+	app := &navarchv1.Application{}
+	app.Name, app.Namespace = "shop", "platform"
+	generated := object("batch/v1", "Job", "shop", "", map[string]string{navarchv1.AnnotationHook: "PreSync,PostSync"})
+	generated.SetGenerateName("migrate-")
+	p := buildPlan(app, nil, nil, []*resource{
+		hookResource(generated),
+		hookResource(object("batch/v1", "Job", "shop", "fixed", map[string]string{navarchv1.AnnotationHook: "PreSync"})),
+	}, "4f1a2", nil)
+	var got []string
+	for _, task := range p.all {
+		got = append(got, fmt.Sprintf("%s %s %s", task.phase, task.res.ref.Name, task.res.obj.GetAnnotations()[navarchv1.AnnotationOperation]))
+	}
+	want := []string{
+		"PreSync fixed 4f1a2.presync",
+		"PreSync migrate-4f1a2-presync 4f1a2.presync",
+		"PostSync migrate-4f1a2-postsync 4f1a2.postsync",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("hook instances %v, want %v", got, want)
+	}
+}

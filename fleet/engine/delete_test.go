@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// Deleting an Application deletes its resources and counts what is left; an object the server
+// says is gone counts as gone even while the watch cache still shows it, so the deletion of an
+// Application does not wait for a watch to catch up.
+func TestDeleteResourcesDoesNotWaitForALaggingWatch(t *testing.T) {
+	h := newHarness(t, configMapManifest, deploymentManifest)
+	h.start(navarchv1.SyncOperation{})
+	if out := h.pass(false); out.kind != kindEnded {
+		t.Fatalf("sync: %s", out)
+	}
+	h.compare() // the inventory: status.resources
+
+	h.cluster.freezeWatch()
+	ctx := context.Background()
+	remaining, err := h.e.deleteResources(ctx, h.app, h.remote)
+	if err != nil || remaining != 2 {
+		t.Fatalf("first pass: %d remaining (%v), want 2 deleted and not yet seen gone", remaining, err)
+	}
+	if want := []string{"Deployment web", "ConfigMap config"}; !slices.Equal(h.cluster.deleted, want) {
+		t.Errorf("deleted %v, want %v (reverse sync order)", h.cluster.deleted, want)
+	}
+	remaining, err = h.e.deleteResources(ctx, h.app, h.remote)
+	if err != nil || remaining != 0 {
+		t.Errorf("second pass: %d remaining (%v), want 0: the server has neither", remaining, err)
+	}
+}
