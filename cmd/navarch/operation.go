@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,7 +83,7 @@ time: sync refuses while one is running.`,
 				fmt.Fprintf(out, "Follow it with: navarch app get %s -n %s\n", app.Name, app.Namespace)
 				return nil
 			}
-			return s.waitForOperation(ctx, app.Name, wf.timeout, out, cmd.ErrOrStderr())
+			return s.waitForOperation(ctx, app, wf.timeout, out, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -133,7 +134,8 @@ func requestSummary(op *navarchv1.Operation) string {
 
 // requestOperation sets the operation of an Application unless it already runs one. check,
 // if set, vets the Application first. The write is conditional on the version read, so an
-// operation the controller starts meanwhile is never overwritten.
+// operation the controller starts meanwhile is never overwritten. It returns the Application
+// as the write left it: its status still shows the operation before the request.
 func (s *session) requestOperation(ctx context.Context, name string, op *navarchv1.Operation,
 	check func(*navarchv1.Application) error, stderr io.Writer) (*navarchv1.Application, error) {
 	var app *navarchv1.Application
@@ -181,11 +183,16 @@ func checkNoRunningOperation(app *navarchv1.Application, now time.Time) error {
 		ago(now, st.StartedAt.Time), st.Phase, msg, app.Name, app.Namespace)
 }
 
-// waitForOperation follows the operation just requested on an Application until it ends:
-// progress goes to stderr as the controller's message changes, the per-task results to
-// stdout. The operation is the Application's once the controller has taken it from the
-// operation field.
-func (s *session) waitForOperation(ctx context.Context, name string, timeout time.Duration, stdout, stderr io.Writer) error {
+// waitForOperation follows the operation just requested on requested (the Application as the
+// request left it) until it ends: progress goes to stderr as the controller's message changes,
+// the per-task results to stdout.
+//
+// The controller clears the request before it records the operation it started
+// (docs/sync-waves-and-hooks.md, "Requesting one"). The operation shown is therefore the
+// requested one once the operation field is empty and the status shows another operation
+// than the one before the request; until then it may still be the earlier one.
+func (s *session) waitForOperation(ctx context.Context, requested *navarchv1.Application, timeout time.Duration, stdout, stderr io.Writer) error {
+	name, before := requested.Name, requested.Status.OperationState
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fmt.Fprintf(stderr, "Waiting up to %s for the controller to run it...\n", timeout)
@@ -193,7 +200,7 @@ func (s *session) waitForOperation(ctx context.Context, name string, timeout tim
 	started, lastLine := false, ""
 	app, err := watchApplication(waitCtx, s.c, s.ns, name, func(app *navarchv1.Application) (bool, error) {
 		st := app.Status.OperationState
-		if app.Operation != nil || st == nil {
+		if app.Operation != nil || st == nil || equality.Semantic.DeepEqual(st, before) {
 			return false, nil // not started yet
 		}
 		started = true
@@ -312,7 +319,7 @@ the annotation %s on it. To resume automated sync, remove the annotation:
 			if !wf.wait {
 				return nil
 			}
-			return s.waitForOperation(ctx, app.Name, wf.timeout, out, cmd.ErrOrStderr())
+			return s.waitForOperation(ctx, app, wf.timeout, out, cmd.ErrOrStderr())
 		},
 	}
 	api.addTo(cmd.Flags())

@@ -162,30 +162,58 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	_, refresh := app.Annotations[navarchv1.AnnotationRefresh]
 	res, err := r.Engine.Reconcile(ctx, app, remote, refresh)
 	app.Status.ObservedGeneration = app.Generation
+
+	// The writes go in this order (docs/sync-waves-and-hooks.md, "Requesting one"): first the
+	// request is cleared (and the refresh, the pause of a rollback), then the status records
+	// the operation, and only then are the annotations it acknowledges removed. Whoever sees
+	// an operation's state, finished or not, therefore sees its request gone.
+	patchApp := func(edit func(*navarchv1.Application) bool) error {
+		patch := client.MergeFrom(app.DeepCopy())
+		if !edit(app) {
+			return nil
+		}
+		status := app.Status.DeepCopy() // the response carries the stored status
+		if err := r.Client.Patch(ctx, app, patch); err != nil {
+			return fmt.Errorf("update the operation and annotations of %s: %w", key, err)
+		}
+		r.written.Store(key, app.DeepCopy())
+		app.Status = *status
+		return nil
+	}
+	setAnnotations := func(a *navarchv1.Application, remove bool) (changed bool) {
+		for k, v := range res.Annotations {
+			_, has := a.Annotations[k]
+			switch {
+			case remove && v == "" && has:
+				delete(a.Annotations, k)
+			case !remove && v != "" && a.Annotations[k] != v:
+				if a.Annotations == nil {
+					a.Annotations = map[string]string{}
+				}
+				a.Annotations[k] = v
+			default:
+				continue
+			}
+			changed = true
+		}
+		return changed
+	}
+	if perr := patchApp(func(a *navarchv1.Application) bool {
+		cleared := res.ClearOperation && a.Operation != nil
+		if cleared {
+			a.Operation = nil
+		}
+		delete(a.Annotations, navarchv1.AnnotationRefresh)
+		return setAnnotations(a, false) || cleared || refresh
+	}); perr != nil {
+		return 0, errors.Join(err, perr)
+	}
 	if err := errors.Join(err, r.patchStatus(ctx, app, before)); err != nil {
 		return 0, err // a step that hit a transient error is saved, then retried with backoff
 	}
 	r.observe(ctx, app, before.OperationState, app.Status.OperationState)
-	if res.ClearOperation || refresh || len(res.Annotations) > 0 {
-		patch := client.MergeFrom(app.DeepCopy())
-		if res.ClearOperation {
-			app.Operation = nil
-		}
-		delete(app.Annotations, navarchv1.AnnotationRefresh)
-		for k, v := range res.Annotations {
-			if v == "" {
-				delete(app.Annotations, k)
-			} else {
-				if app.Annotations == nil {
-					app.Annotations = map[string]string{}
-				}
-				app.Annotations[k] = v
-			}
-		}
-		if err := r.Client.Patch(ctx, app, patch); err != nil {
-			return 0, fmt.Errorf("update the operation and annotations of %s: %w", key, err)
-		}
-		r.written.Store(key, app.DeepCopy())
+	if err := patchApp(func(a *navarchv1.Application) bool { return setAnnotations(a, true) }); err != nil {
+		return 0, err
 	}
 	return res.RequeueAfter, nil
 }
