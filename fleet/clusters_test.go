@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,8 @@ spec:
 			_ = west.StartAPIServer(context.Background())
 		}
 	})
-	eventually(t, "Cluster west reports Unreachable", func() string {
+	// The Cluster is probed every 30 s.
+	eventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
 		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
 			return fmt.Sprintf("Ready condition %+v", c)
 		}
@@ -65,6 +67,9 @@ spec:
 	})
 
 	commit := push(t, "new greeting", map[string]string{"cm/cm.yaml": configMap("greeting", "bonjour")})
+	// Both Applications are asked to look at Git now, as a push webhook would do.
+	requestRefresh(t, apps["west"])
+	refresh(t, apps["east"])
 	waitForApp(t, apps["east"], "synced to the new commit during west's outage", func(a *navarchv1.Application) bool {
 		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
 	})
@@ -74,15 +79,19 @@ spec:
 	}
 	waitForApp(t, apps["west"], "reports its cluster unavailable", func(a *navarchv1.Application) bool {
 		c := meta.FindStatusCondition(a.Status.Conditions, navarchv1.ConditionReady)
-		return c != nil && c.Status == "False" && c.Reason == "ClusterUnavailable"
+		return c != nil && c.Status == "False" && c.Reason == navarchv1.ReasonClusterUnavailable
 	})
 
 	if err := west.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
-	waitForApp(t, apps["west"], "catches up after the restart", func(a *navarchv1.Application) bool {
-		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
+	// The next probe (within 30 s) finds west back.
+	eventuallyWithin(t, 2*time.Minute, apps["west"].Name+" catches up after the restart", func() string {
+		if a := getApp(t, apps["west"]); !syncedAndHealthy(a) || a.Status.Sync.Revision != commit {
+			return describe(a)
+		}
+		return ""
 	})
 	if err := west.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
 		t.Fatalf("west has %v (%v), want bonjour", cm.Data, err)

@@ -31,7 +31,7 @@ import (
 // started through controller.Run, the code path of `navarch controller`. Each test works in
 // its own namespaces.
 var (
-	mgmt      client.Client
+	mgmt      client.WithWatch
 	workloads = map[string]*workloadCluster{}
 	git       *gitserver.Server
 	systemNS  = "navarch-system"
@@ -63,7 +63,7 @@ func runMain(m *testing.M) int {
 	for _, c := range clusters {
 		defer func() { _ = c.Stop() }()
 	}
-	if mgmt, err = client.New(clusters[0].RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
+	if mgmt, err = client.NewWithWatch(clusters[0].RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -99,10 +99,12 @@ func runMain(m *testing.M) int {
 	// Errors only: the tests provoke failures on purpose (outages, bad manifests).
 	logger := zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr))
 	ctrl.SetLogger(logger)
+	// The controller's production timings: the Git poll (3 minutes), the cluster probes, the
+	// selfHeal backoff and the error requeues are its defaults. A test that needs a new commit
+	// seen asks for it with a refresh, as a user would; every other timed behaviour must run on
+	// its own timer or watch, which a 3-minute poll cannot hide.
 	controllerOptions = controller.Options{
 		Config: clusters[0].RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", Logger: logger,
-		ErrorRequeue: time.Second, ClusterProbeInterval: time.Second, GitPollInterval: time.Second,
-		SelfHealBackoff: 500 * time.Millisecond,
 	}
 	startController()
 	code := m.Run()
@@ -256,10 +258,18 @@ func getApp(t *testing.T, app *navarchv1.Application) *navarchv1.Application {
 }
 
 // eventually polls cond until it returns "" or 60 s pass; then it fails with the last message,
-// which says what a user would have seen.
+// which says what a user would have seen. 60 s is far below the Git poll interval (3 minutes),
+// so nothing a test waits for can have been brought about by the poll.
 func eventually(t *testing.T, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	eventuallyWithin(t, 60*time.Second, what, cond)
+}
+
+// eventuallyWithin is eventually with another deadline, for waits on a cluster probe (every
+// 30 s by default).
+func eventuallyWithin(t *testing.T, within time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	var last string
 	for time.Now().Before(deadline) {
 		if last = cond(); last == "" {
@@ -267,7 +277,22 @@ func eventually(t *testing.T, what string, cond func() string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s: still not true after 60s: %s", what, last)
+	t.Fatalf("%s: still not true after %s: %s", what, within, last)
+}
+
+// consistently checks that cond keeps returning "" for the whole window: the way to assert
+// that nothing happens. It fails with cond's message as soon as it does not.
+func consistently(t *testing.T, window time.Duration, what string, cond func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(window); ; {
+		if msg := cond(); msg != "" {
+			t.Fatalf("%s: no longer true: %s", what, msg)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitForApp waits until the Application's status satisfies cond.
@@ -312,6 +337,31 @@ func update[T client.Object](t *testing.T, c client.Client, obj T, edit func(T))
 		}
 	}
 	t.Fatal("update: too many conflicts")
+}
+
+// requestRefresh asks the controller to look for a new commit now, as a user (or a Git
+// webhook) does after a push: the Git poll runs every 3 minutes.
+func requestRefresh(t *testing.T, app *navarchv1.Application) {
+	t.Helper()
+	update(t, mgmt, app, func(a *navarchv1.Application) {
+		if a.Annotations == nil {
+			a.Annotations = map[string]string{}
+		}
+		a.Annotations[navarchv1.AnnotationRefresh] = time.Now().Format(time.RFC3339Nano)
+	})
+}
+
+// refresh requests a refresh and waits until the controller has handled it: it removes the
+// annotation once it has compared the Application again.
+func refresh(t *testing.T, app *navarchv1.Application) {
+	t.Helper()
+	requestRefresh(t, app)
+	eventually(t, app.Name+": the refresh is handled", func() string {
+		if _, ok := getApp(t, app).Annotations[navarchv1.AnnotationRefresh]; ok {
+			return "the controller has not compared the Application again yet"
+		}
+		return ""
+	})
 }
 
 // requestSync asks for a manual sync through the Application's operation field.

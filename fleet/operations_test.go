@@ -219,15 +219,18 @@ func TestWavesWaitForTheHealthOfThePreviousWave(t *testing.T) {
 		s := a.Status.OperationState
 		return s != nil && strings.Contains(s.Message, "waiting for Sync wave 0 to become healthy")
 	})
-	time.Sleep(3 * time.Second)
-	got = getApp(t, stuck)
-	if p := got.Status.OperationState.Phase; p != navarchv1.OperationRunning {
-		t.Fatalf("operation %s, want still Running behind wave 0: %s", p, got.Status.OperationState.Message)
-	}
-	err := east.Get(ctx, client.ObjectKey{Namespace: ns + "-stuck", Name: "web"}, &corev1.Service{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("the wave-1 Service exists although wave 0 never became healthy: %v", err)
-	}
+	// However often the controller looks, wave 1 does not start.
+	requestRefresh(t, stuck)
+	consistently(t, 5*time.Second, "wave 1 waits for wave 0", func() string {
+		if s := getApp(t, stuck).Status.OperationState; s.Phase != navarchv1.OperationRunning {
+			return fmt.Sprintf("operation %s, want still Running behind wave 0: %s", s.Phase, s.Message)
+		}
+		err := east.Get(ctx, client.ObjectKey{Namespace: ns + "-stuck", Name: "web"}, &corev1.Service{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the wave-1 Service exists although wave 0 never became healthy: %v", err)
+		}
+		return ""
+	})
 }
 
 const widgetCRD = `
@@ -406,6 +409,7 @@ spec:
 	first := waitForApp(t, app, "Synced", syncedAndHealthy)
 	v1 := first.Status.Sync.Revision
 	v2 := push(t, "v2", map[string]string{"cm/cm.yaml": configMap("greeting", "v2")})
+	refresh(t, app)
 	got := waitForApp(t, app, "synced to v2", func(a *navarchv1.Application) bool {
 		return syncedAndHealthy(a) && a.Status.Sync.Revision == v2 && len(a.Status.History) == 2
 	})
@@ -426,15 +430,19 @@ spec:
 		}
 		return ""
 	})
-	cm := &corev1.ConfigMap{}
-	time.Sleep(3 * time.Second) // automated sync would have gone back to v2 by now
-	if err := workloads["west"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "v1" {
-		t.Errorf("after the rollback the ConfigMap holds %v (%v), want v1", cm.Data, err)
-	}
-	if a := getApp(t, app); a.Status.Sync.Status != navarchv1.SyncStatusOutOfSync || a.Status.OperationState.SyncResult.Revision != v1 {
-		t.Errorf("after the rollback: sync %s, last operation at %s; want OutOfSync (Git has v2) and no new sync",
-			a.Status.Sync.Status, a.Status.OperationState.SyncResult.Revision)
-	}
+	// The controller compares the Application again, sees Git at v2, and does not sync it.
+	refresh(t, app)
+	consistently(t, 5*time.Second, "automated sync stays paused", func() string {
+		cm := &corev1.ConfigMap{}
+		if err := workloads["west"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "v1" {
+			return fmt.Sprintf("after the rollback the ConfigMap holds %v (%v), want v1", cm.Data, err)
+		}
+		if a := getApp(t, app); a.Status.Sync.Status != navarchv1.SyncStatusOutOfSync || a.Status.OperationState.SyncResult.Revision != v1 {
+			return fmt.Sprintf("after the rollback: sync %s, last operation at %s; want OutOfSync (Git has v2) and no new sync",
+				a.Status.Sync.Status, a.Status.OperationState.SyncResult.Revision)
+		}
+		return ""
+	})
 	// Removing the annotation resumes automated sync.
 	update(t, mgmt, app, func(a *navarchv1.Application) { delete(a.Annotations, navarchv1.AnnotationAutomatedSyncPaused) })
 	waitForApp(t, app, "back at v2", func(a *navarchv1.Application) bool {

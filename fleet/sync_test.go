@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,10 +112,14 @@ spec:
 		!strings.Contains(depStatus.Message, "/spec/template/spec/containers/0/image") {
 		t.Fatalf("the Deployment's status should name the image field: %+v", depStatus)
 	}
-	// Without selfHeal the drift stays.
-	if err := east.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil || !strings.HasSuffix(dep.Spec.Template.Spec.Containers[0].Image, "v1.2.3") {
-		t.Fatalf("without selfHeal the hand edit was reverted: %v %v", err, dep.Spec.Template.Spec.Containers)
-	}
+	// Without selfHeal the drift stays, even when the controller compares again.
+	requestRefresh(t, app)
+	consistently(t, 5*time.Second, "without selfHeal the hand edit stays", func() string {
+		if err := east.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil || !strings.HasSuffix(dep.Spec.Template.Spec.Containers[0].Image, "v1.2.3") {
+			return fmt.Sprintf("the hand edit was reverted: %v %v", err, dep.Spec.Template.Spec.Containers)
+		}
+		return ""
+	})
 
 	// selfHeal reverts it.
 	update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.SelfHeal = true })
@@ -156,6 +161,7 @@ spec:
 		"apps/guestbook/base/service.yaml":       "",
 		"apps/guestbook/base/kustomization.yaml": "resources: [deployment.yaml]\n",
 	})
+	refresh(t, app)
 	eventually(t, "the Service is pruned", func() string {
 		err := east.Get(ctx, client.ObjectKey{Namespace: target, Name: "guestbook"}, &corev1.Service{})
 		if apierrors.IsNotFound(err) {
@@ -252,6 +258,7 @@ spec:
 
 	// The CRD in the same source: it is applied first, established, then the ServiceMonitor.
 	push(t, "add the CRD", map[string]string{"web/crd.yaml": serviceMonitorCRD})
+	refresh(t, app)
 	waitForApp(t, app, "sees the new commit", func(a *navarchv1.Application) bool {
 		return len(a.Status.Resources) == 3
 	})
@@ -301,6 +308,7 @@ spec:
 	}
 
 	push(t, "missing kind", map[string]string{"bad/broken.yaml": "apiVersion: v1\nmetadata: {name: x}\n"})
+	refresh(t, app)
 	eventually(t, "the error names the file and the missing kind", func() string {
 		c := meta.FindStatusCondition(getApp(t, app).Status.Conditions, navarchv1.ApplicationComparisonError)
 		if c != nil && strings.Contains(c.Message, "bad/broken.yaml") && strings.Contains(c.Message, "kind") && !strings.Contains(c.Message, "mapping values") {
@@ -394,26 +402,18 @@ spec:
 `, url, ns))
 	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
 	before := dryRunCount(t, "west")
-	for i := range 5 {
-		update(t, mgmt, app, func(a *navarchv1.Application) {
-			a.Annotations = map[string]string{navarchv1.AnnotationRefresh: fmt.Sprint(i)}
-		})
-		// The controller clears the annotation after comparing the Application again.
-		eventually(t, "the refresh is handled", func() string {
-			if _, ok := getApp(t, app).Annotations[navarchv1.AnnotationRefresh]; ok {
-				return "not compared again yet"
-			}
-			return ""
-		})
+	for range 5 {
+		refresh(t, app) // the controller compares the Application again
 	}
 	if after := dryRunCount(t, "west"); after != before {
 		t.Errorf("5 comparisons of an unchanged Application made %v dry runs, want 0", after-before)
 	}
 
 	push(t, "remove everything", map[string]string{"cm/a.yaml": "", "cm/b.yaml": "", "cm/README.md": "nothing here\n"})
+	refresh(t, app)
 	got := waitForApp(t, app, "refusing the empty render", func(a *navarchv1.Application) bool {
 		c := meta.FindStatusCondition(a.Status.Conditions, navarchv1.ApplicationSyncError)
-		return c != nil && c.Reason == "EmptyRender"
+		return c != nil && c.Reason == navarchv1.ReasonEmptyRender
 	})
 	if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ApplicationSyncError); !strings.Contains(c.Message, "allowEmpty") {
 		t.Errorf("the EmptyRender condition should say how to allow it: %q", c.Message)

@@ -1,0 +1,136 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// The tests of this file are about timed behaviour: each runs on its own timer or on a watch
+// event, never on the Git poll, which the controller of these tests runs at its production
+// interval of 3 minutes.
+
+// installCRD creates a CustomResourceDefinition on a workload cluster and deletes it when the
+// test ends.
+func installCRD(t *testing.T, cluster, manifest string) {
+	t.Helper()
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	c := workloads[cluster].client
+	if err := c.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+}
+
+const gadgetCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.timers.example.com}
+spec:
+  group: timers.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// A user syncs an Application whose source holds a custom resource before its CRD is installed,
+// with `retry: {limit: 10, backoff: {duration: 2s, factor: 2, maxDuration: 20s}}`. Each retry
+// must run when status.operationState.nextRetryAt says, whatever the Git poll interval: the
+// attempts go on while the CRD is missing, and once it is installed the next one succeeds.
+func TestRetriesRunAtNextRetryAtNotAtTheGitPoll(t *testing.T) {
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{
+		"gadget/gadget.yaml": "apiVersion: timers.example.com/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 3}\n",
+	})
+	app := manualApp(t, ns, url, "gadget", "west", ns, `
+    retry: {limit: 10, backoff: {duration: 2s, factor: 2, maxDuration: 20s}}`)
+	requestSync(t, app)
+
+	// The second and third attempts are due 2 s and 4 s after the failures before them; the
+	// third failure schedules retry 3.
+	eventually(t, "three retries of the failing sync", func() string {
+		s := getApp(t, app).Status.OperationState
+		if s != nil && s.Phase == navarchv1.OperationRunning && s.RetryCount >= 3 {
+			return ""
+		}
+		if s == nil {
+			return "no operation yet"
+		}
+		next := "none"
+		if s.NextRetryAt != nil {
+			next = s.NextRetryAt.UTC().Format("15:04:05")
+		}
+		return fmt.Sprintf("phase %s, retryCount %d, nextRetryAt %s, message %q: the retry did not run at nextRetryAt",
+			s.Phase, s.RetryCount, next, s.Message)
+	})
+
+	installCRD(t, "west", gadgetCRD)
+	got := waitForApp(t, app, "Succeeded at the next retry after the CRD is installed", operationDone)
+	if s := got.Status.OperationState; s.Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("operation %s after the CRD was installed: %s", s.Phase, s.Message)
+	}
+}
+
+// The controller clears a request (the operation field) before it records the operation it
+// started, so a client never sees the operation's state, and above all never its end, with the
+// request still set. (A client that saw a finished phase next to its own request could not tell
+// whether its request had run.) An Application watched from before the request sees every
+// version of it.
+func TestAnOperationIsNeverSeenNextToItsRequest(t *testing.T) {
+	ctx := context.Background()
+	ns := appNamespace(t)
+	url := repo(t, map[string]string{
+		// No CRD defines Sprocket: the sync fails in its first pass, which records its start
+		// and its end in one status write.
+		"app/sprocket.yaml": "apiVersion: timers.example.com/v1\nkind: Sprocket\nmetadata: {name: s}\n",
+		"app/cm.yaml":       webConfigMap,
+	})
+	app := manualApp(t, ns, url, "app", "east", ns, "")
+	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
+
+	w, err := mgmt.Watch(ctx, &navarchv1.ApplicationList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": app.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	requestSync(t, app)
+	timeout := time.After(60 * time.Second)
+	for versions := 0; ; versions++ {
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-timeout:
+			t.Fatalf("the operation did not end within 60s (%d versions seen): %s", versions, describe(getApp(t, app)))
+		}
+		a, ok := ev.Object.(*navarchv1.Application)
+		if !ok {
+			t.Fatalf("watch event %s: %v", ev.Type, ev.Object)
+		}
+		s := a.Status.OperationState
+		if s != nil && a.Operation != nil {
+			t.Fatalf("version %s shows the operation %s (%q) while its request is still set: a client cannot tell whether its request ran",
+				a.ResourceVersion, s.Phase, s.Message)
+		}
+		if s != nil && s.Phase != navarchv1.OperationRunning {
+			if s.Phase != navarchv1.OperationFailed {
+				t.Errorf("operation %s %q, want Failed: nothing defines Sprocket", s.Phase, s.Message)
+			}
+			return
+		}
+	}
+}
