@@ -128,7 +128,7 @@ func bareApply(b *testing.B, n int, prefix string) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c, name := range []string{"east", "west"} {
-		cl := workloads[name].client
+		cl := workloads[name].Client
 		work := make(chan int)
 		for range 8 {
 			wg.Go(func() {
@@ -159,7 +159,7 @@ func bareApply(b *testing.B, n int, prefix string) time.Duration {
 	}
 	wg.Wait()
 	for c, name := range []string{"east", "west"} {
-		cl := workloads[name].client
+		cl := workloads[name].Client
 		for i := c; i < n; i += 2 {
 			key := client.ObjectKey{Namespace: fmt.Sprintf("%s-%d", prefix, i), Name: "web"}
 			deadline := time.Now().Add(5 * time.Minute)
@@ -212,7 +212,7 @@ func waitAllSynced(b *testing.B, ns string, n int) time.Duration {
 		time.Sleep(200 * time.Millisecond)
 	}
 	d := &appsv1.Deployment{}
-	err := workloads[stuck.Spec.Destination.Name].client.Get(context.Background(), client.ObjectKey{Namespace: stuck.Spec.Destination.Namespace, Name: "web"}, d)
+	err := workloads[stuck.Spec.Destination.Name].Client.Get(context.Background(), client.ObjectKey{Namespace: stuck.Spec.Destination.Namespace, Name: "web"}, d)
 	dj, _ := json.Marshal(d.Status)
 	c := &navarchv1.Cluster{}
 	_ = mgmt.Get(context.Background(), client.ObjectKey{Name: stuck.Spec.Destination.Name}, c)

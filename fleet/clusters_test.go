@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 func configMap(name, greeting string) string {
@@ -32,7 +33,7 @@ func clusterReady(t *testing.T, name string) *metav1.Condition {
 // and its Application catches up after the restart.
 func TestAClusterOutageDelaysOnlyThatCluster(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "hello")})
 	apps := map[string]*navarchv1.Application{}
 	for _, cluster := range []string{"east", "west"} {
@@ -59,7 +60,7 @@ spec:
 		}
 	})
 	// The Cluster is probed every 30 s.
-	eventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
+	testenv.EventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
 		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
 			return fmt.Sprintf("Ready condition %+v", c)
 		}
@@ -74,7 +75,7 @@ spec:
 		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
 	})
 	cm := &corev1.ConfigMap{}
-	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
+	if err := workloads["east"].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
 		t.Fatalf("east has %v (%v), want bonjour", cm.Data, err)
 	}
 	waitForApp(t, apps["west"], "reports its cluster unavailable", func(a *navarchv1.Application) bool {
@@ -87,13 +88,13 @@ spec:
 	}
 	restarted = true
 	// The next probe (within 30 s) finds west back.
-	eventuallyWithin(t, 2*time.Minute, apps["west"].Name+" catches up after the restart", func() string {
+	testenv.EventuallyWithin(t, 2*time.Minute, apps["west"].Name+" catches up after the restart", func() string {
 		if a := getApp(t, apps["west"]); !syncedAndHealthy(a) || a.Status.Sync.Revision != commit {
 			return describe(a)
 		}
 		return ""
 	})
-	if err := west.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
+	if err := west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "bonjour" {
 		t.Fatalf("west has %v (%v), want bonjour", cm.Data, err)
 	}
 	if c := clusterReady(t, "west"); c == nil || c.Status != "True" || c.Reason != navarchv1.ReasonConnected {
@@ -105,7 +106,7 @@ spec:
 // manifests; the child Applications are created and sync their own clusters.
 func TestAppOfApps(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{
 		"child/cm.yaml": configMap("from-child", "hi"),
 	})
@@ -132,7 +133,7 @@ spec:
 	if child.Annotations[navarchv1.AnnotationTrackingID] == "" {
 		t.Errorf("the child Application carries no tracking id")
 	}
-	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns + "-child", Name: "from-child"}, &corev1.ConfigMap{}); err != nil {
+	if err := workloads["east"].Client.Get(ctx, client.ObjectKey{Namespace: ns + "-child", Name: "from-child"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("the child's ConfigMap is not in cluster east: %v", err)
 	}
 }
@@ -140,7 +141,7 @@ spec:
 // Deleting an Application with the resources finalizer deletes its resources first.
 func TestDeletingAnApplicationDeletesItsResources(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/a.yaml": configMap("a", "1"), "cm/b.yaml": configMap("b", "2")})
 	app := createApp(t, ns, fmt.Sprintf(`
 metadata: {name: doomed, finalizers: [%s]}
@@ -149,7 +150,7 @@ spec:
   destination: {name: east, namespace: %s}
   syncPolicy: {automated: {}}
 `, navarchv1.FinalizerResources, url, ns))
-	east := workloads["east"].client
+	east := workloads["east"].Client
 	// The namespace exists (it holds the Application's own namespace name on east too).
 	if err := east.Create(ctx, &corev1.Namespace{ObjectMeta: objectMeta("", ns)}); err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ spec:
 	if err := mgmt.Delete(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Application and its ConfigMaps are gone", func() string {
+	testenv.Eventually(t, "the Application and its ConfigMaps are gone", func() string {
 		err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("Application still there: %v", err)

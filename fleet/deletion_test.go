@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // Deleting an Application whose cluster is down: the finalizer keeps the Application (its
@@ -20,7 +21,7 @@ import (
 // deletion completes once the cluster answers again.
 func TestDeletingAnApplicationOfAnUnreachableClusterWaitsAndSaysWhy(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "hello")})
 	app := createApp(t, ns, fmt.Sprintf(`
 metadata: {name: doomed, finalizers: [navarch.io/resources-finalizer]}
@@ -41,7 +42,8 @@ spec:
 			_ = west.StartAPIServer(context.Background())
 		}
 	})
-	eventually(t, "Cluster west reports Unreachable", func() string {
+	// The Cluster is probed every 30 s.
+	testenv.EventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
 		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
 			return fmt.Sprintf("Ready condition %+v", c)
 		}
@@ -55,7 +57,7 @@ spec:
 		return c != nil && c.Status == "True" && c.Reason == navarchv1.ReasonClusterUnavailable &&
 			strings.Contains(c.Message, "1 resources") && strings.Contains(c.Message, navarchv1.FinalizerResources)
 	})
-	consistently(t, 3*time.Second, "the Application waits for its cluster", func() string {
+	testenv.Consistently(t, 3*time.Second, "the Application waits for its cluster", func() string {
 		if err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{}); err != nil {
 			return fmt.Sprintf("the Application is gone while its cluster is down: %v", err)
 		}
@@ -73,14 +75,14 @@ spec:
 		t.Fatal(err)
 	}
 	restarted = true
-	eventually(t, "the Application is deleted once west answers", func() string {
+	testenv.Eventually(t, "the Application is deleted once west answers", func() string {
 		err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{})
 		if apierrors.IsNotFound(err) {
 			return ""
 		}
 		return fmt.Sprintf("still there (%v)", err)
 	})
-	err := west.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, &corev1.ConfigMap{})
+	err := west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the Application's ConfigMap on west: %v; want it deleted with the Application", err)
 	}

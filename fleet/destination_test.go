@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // A destination written by server URL routes to its Cluster with a trailing slash too. (The ApplicationSet controller's check and the
 // router once disagreed on the trailing slash, so such an Application passed one and failed the
 // other with "no such Cluster".)
 func TestDestinationServerURLsAreNormalised(t *testing.T) {
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "hello")})
 	server := workloads["east"].Server()
 	for name, spelled := range map[string]string{

@@ -5,106 +5,48 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/controller"
 	"github.com/navarch-io/navarch/internal/gitserver"
-	"github.com/navarch-io/navarch/internal/localcluster"
-	"github.com/navarch-io/navarch/internal/scheme"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // The tests share a management cluster (control plane only: it holds navarch's objects), two
-// workload clusters registered as Clusters "east" and "west", a Git server and one controller
-// started through controller.Run, the code path of `navarch controller`. Each test works in
-// its own namespaces.
+// workload clusters registered as Clusters "east" and "west", a Git server (see
+// internal/testenv) and one controller started through controller.Run, the code path of
+// `navarch controller`. Each test works in its own namespaces.
 var (
+	env       *testenv.Env
 	mgmt      client.WithWatch
-	workloads = map[string]*workloadCluster{}
+	workloads map[string]*testenv.Workload
 	git       *gitserver.Server
-	systemNS  = "navarch-system"
 )
-
-// workloadCluster is a destination cluster and a client for it.
-type workloadCluster struct {
-	*localcluster.Cluster
-	client client.Client
-}
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	release := localcluster.StopOnSignal()
-	defer release()
-
-	clusters, err := localcluster.StartMany(ctx, []localcluster.Options{
-		{Name: "management", CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")}},
-		{Name: "east", Workloads: true},
-		{Name: "west", Workloads: true},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start clusters:", err)
-		return 1
-	}
-	for _, c := range clusters {
-		defer func() { _ = c.Stop() }()
-	}
-	if mgmt, err = client.NewWithWatch(clusters[0].RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, c := range clusters[1:] {
-		wc := &workloadCluster{Cluster: c}
-		if wc.client, err = client.New(c.RESTConfig(), client.Options{Scheme: scheme.New()}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := register(ctx, c); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		workloads[c.Name] = wc
-	}
-
-	gitRoot, err := os.MkdirTemp("", "navarch-fleet-git")
+	var err error
+	env, err = testenv.Start(context.Background(), testenv.Options{Workloads: []string{"east", "west"}, Git: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(gitRoot)
-	if git, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
-		fmt.Fprintln(os.Stderr, "start git server:", err)
-		return 1
-	}
-	defer func() { _ = git.Close() }()
+	defer func() { _ = env.Stop() }()
+	mgmt, workloads, git = env.Client, env.Workloads, env.Git
 
-	// Errors only: the tests provoke failures on purpose (outages, bad manifests).
-	logger := zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr))
-	ctrl.SetLogger(logger)
 	// The controller's production timings: the Git poll (3 minutes), the cluster probes, the
 	// selfHeal backoff and the error requeues are its defaults. A test that needs a new commit
 	// seen asks for it with a refresh, as a user would; every other timed behaviour must run on
 	// its own timer or watch, which a 3-minute poll cannot hide.
 	controllerOptions = controller.Options{
-		Config: clusters[0].RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", Logger: logger,
+		Config: env.Management.RESTConfig(), MetricsAddr: "0", ProbeAddr: "0", Logger: env.Logger,
 	}
 	startController()
 	code := m.Run()
@@ -143,53 +85,14 @@ func restartController(t *testing.T) {
 	startController()
 }
 
-// register adds a workload cluster to the management cluster as a kubeconfig Secret and a
-// Cluster, as `navarch cluster add` does.
-func register(ctx context.Context, c *localcluster.Cluster) error {
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-kubeconfig", Namespace: systemNS},
-		Data:       map[string][]byte{"value": c.Kubeconfig()},
-	}
-	if err := mgmt.Create(ctx, secret); err != nil {
-		return err
-	}
-	return mgmt.Create(ctx, &navarchv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: map[string]string{"region": c.Name}},
-		Spec: navarchv1.ClusterSpec{
-			Server:              c.Server(),
-			KubeconfigSecretRef: &navarchv1.KubeconfigSecretRef{Namespace: systemNS, Name: secret.Name, Key: "value"},
-		},
-	})
-}
-
 // --- helpers -------------------------------------------------------------------------------
-
-// testName is a DNS-safe name derived from the test's name.
-func testName(t *testing.T) string {
-	name := regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-")
-	name = strings.TrimPrefix(name, "test")
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	return strings.Trim(name, "-")
-}
-
-// appNamespace creates the namespace of the test's Applications in the management cluster.
-func appNamespace(t *testing.T) string {
-	t.Helper()
-	ns := testName(t)
-	if err := mgmt.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns
-}
 
 // repo creates a Git repository holding files (path → content) and returns its URL.
 func repo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	src := t.TempDir()
 	writeFiles(t, src, files)
-	name := testName(t)
+	name := testenv.Name(t)
 	if _, err := git.CreateRepo(name, src); err != nil {
 		t.Fatalf("create repo: %v", err)
 	}
@@ -199,7 +102,7 @@ func repo(t *testing.T, files map[string]string) string {
 // push commits changes to the test's repository: a file with content "" is deleted.
 func push(t *testing.T, message string, files map[string]string) string {
 	t.Helper()
-	commit, err := git.Update(testName(t), message, func(dir string) error {
+	commit, err := git.Update(testenv.Name(t), message, func(dir string) error {
 		writeFiles(t, dir, files)
 		return nil
 	})
@@ -257,49 +160,11 @@ func getApp(t *testing.T, app *navarchv1.Application) *navarchv1.Application {
 	return got
 }
 
-// eventually polls cond until it returns "" or 60 s pass; then it fails with the last message,
-// which says what a user would have seen. 60 s is far below the Git poll interval (3 minutes),
-// so nothing a test waits for can have been brought about by the poll.
-func eventually(t *testing.T, what string, cond func() string) {
-	t.Helper()
-	eventuallyWithin(t, 60*time.Second, what, cond)
-}
-
-// eventuallyWithin is eventually with another deadline, for waits on a cluster probe (every
-// 30 s by default).
-func eventuallyWithin(t *testing.T, within time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var last string
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still not true after %s: %s", what, within, last)
-}
-
-// consistently checks that cond keeps returning "" for the whole window: the way to assert
-// that nothing happens. It fails with cond's message as soon as it does not.
-func consistently(t *testing.T, window time.Duration, what string, cond func() string) {
-	t.Helper()
-	for deadline := time.Now().Add(window); ; {
-		if msg := cond(); msg != "" {
-			t.Fatalf("%s: no longer true: %s", what, msg)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitForApp waits until the Application's status satisfies cond.
 func waitForApp(t *testing.T, app *navarchv1.Application, what string, cond func(*navarchv1.Application) bool) *navarchv1.Application {
 	t.Helper()
 	var got *navarchv1.Application
-	eventually(t, app.Name+" "+what, func() string {
+	testenv.Eventually(t, app.Name+" "+what, func() string {
 		got = getApp(t, app)
 		if cond(got) {
 			return ""
@@ -320,30 +185,11 @@ func describe(a *navarchv1.Application) string {
 	return "status:\n" + string(data)
 }
 
-// update edits an object with retries on conflicts.
-func update[T client.Object](t *testing.T, c client.Client, obj T, edit func(T)) {
-	t.Helper()
-	for range 10 {
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			t.Fatal(err)
-		}
-		edit(obj)
-		err := c.Update(context.Background(), obj)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("update: too many conflicts")
-}
-
 // requestRefresh asks the controller to look for a new commit now, as a user (or a Git
 // webhook) does after a push: the Git poll runs every 3 minutes.
 func requestRefresh(t *testing.T, app *navarchv1.Application) {
 	t.Helper()
-	update(t, mgmt, app, func(a *navarchv1.Application) {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) {
 		if a.Annotations == nil {
 			a.Annotations = map[string]string{}
 		}
@@ -356,7 +202,7 @@ func requestRefresh(t *testing.T, app *navarchv1.Application) {
 func refresh(t *testing.T, app *navarchv1.Application) {
 	t.Helper()
 	requestRefresh(t, app)
-	eventually(t, app.Name+": the refresh is handled", func() string {
+	testenv.Eventually(t, app.Name+": the refresh is handled", func() string {
 		if _, ok := getApp(t, app).Annotations[navarchv1.AnnotationRefresh]; ok {
 			return "the controller has not compared the Application again yet"
 		}
@@ -367,7 +213,7 @@ func refresh(t *testing.T, app *navarchv1.Application) {
 // requestSync asks for a manual sync through the Application's operation field.
 func requestSync(t *testing.T, app *navarchv1.Application) {
 	t.Helper()
-	update(t, mgmt, app, func(a *navarchv1.Application) {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) {
 		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{}, InitiatedBy: navarchv1.OperationInitiator{Username: "test"}}
 	})
 }

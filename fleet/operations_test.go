@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // hookJob is a Job hook. podAnnotations go on its pod template (navarch.io/simulate: fail,
@@ -100,7 +101,7 @@ func jobs(t *testing.T, c client.Client, ns string) []batchv1.Job {
 // Seed 1: a PreSync Job hook with HookSucceeded runs before the Deployment and is deleted
 // after the sync succeeds.
 func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-app"
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "HookSucceeded", nil),
@@ -121,8 +122,8 @@ func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
 	if !strings.HasPrefix(hook.Name, "migrate-") || hook.Name == "migrate-" {
 		t.Errorf("hook instance name %q: want a name generated from migrate-", hook.Name)
 	}
-	eventually(t, "the HookSucceeded hook is deleted", func() string {
-		if j := jobs(t, workloads["east"].client, target); len(j) > 0 {
+	testenv.Eventually(t, "the HookSucceeded hook is deleted", func() string {
+		if j := jobs(t, workloads["east"].Client, target); len(j) > 0 {
 			return fmt.Sprintf("%d Jobs left: %s", len(j), j[0].Name)
 		}
 		return ""
@@ -138,7 +139,7 @@ func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
 // the Sync phase is applied.
 func TestFailingPreSyncHookRunsSyncFailAndAppliesNothing(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-app"
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "", map[string]string{"navarch.io/simulate": "fail"}),
@@ -157,12 +158,12 @@ func TestFailingPreSyncHookRunsSyncFailAndAppliesNothing(t *testing.T) {
 	if r := results(got); !slices.Equal(r, want) {
 		t.Errorf("task results %v, want %v", r, want)
 	}
-	err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: target, Name: "web"}, &appsv1.Deployment{})
+	err := workloads["east"].Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "web"}, &appsv1.Deployment{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the Deployment was applied although the PreSync hook failed: %v", err)
 	}
 	var names []string
-	for _, j := range jobs(t, workloads["east"].client, target) {
+	for _, j := range jobs(t, workloads["east"].Client, target) {
 		names = append(names, j.Name)
 	}
 	if len(names) != 2 {
@@ -174,8 +175,8 @@ func TestFailingPreSyncHookRunsSyncFailAndAppliesNothing(t *testing.T) {
 // is healthy; a wave whose Deployment never becomes available blocks the next.
 func TestWavesWaitForTheHealthOfThePreviousWave(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
-	east := workloads["east"].client
+	ns := testenv.Namespace(t, mgmt)
+	east := workloads["east"].Client
 	files := func(dir string, minReadySeconds int) map[string]string {
 		return map[string]string{
 			dir + "/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config, annotations: {navarch.io/sync-wave: \"-1\"}}\ndata: {a: b}\n",
@@ -221,7 +222,7 @@ func TestWavesWaitForTheHealthOfThePreviousWave(t *testing.T) {
 	})
 	// However often the controller looks, wave 1 does not start.
 	requestRefresh(t, stuck)
-	consistently(t, 5*time.Second, "wave 1 waits for wave 0", func() string {
+	testenv.Consistently(t, 5*time.Second, "wave 1 waits for wave 0", func() string {
 		if s := getApp(t, stuck).Status.OperationState; s.Phase != navarchv1.OperationRunning {
 			return fmt.Sprintf("operation %s, want still Running behind wave 0: %s", s.Phase, s.Message)
 		}
@@ -252,7 +253,7 @@ spec:
 // succeeds once the CRD exists; with the limit reached the operation fails with the last error.
 func TestRetryWithBackoffUntilTheCRDExists(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{
 		"widget/widget.yaml": "apiVersion: retry.example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n",
 	})
@@ -279,7 +280,7 @@ spec:
 	requestSync(t, app)
 	// Watch the retries: each waits twice as long as the one before.
 	waits := map[int64]time.Duration{}
-	eventually(t, "three retries", func() string {
+	testenv.Eventually(t, "three retries", func() string {
 		s := getApp(t, app).Status.OperationState
 		if s == nil || s.NextRetryAt == nil {
 			return "no retry scheduled yet"
@@ -306,10 +307,10 @@ spec:
 	if err := yaml.Unmarshal([]byte(widgetCRD), &crd.Object); err != nil {
 		t.Fatal(err)
 	}
-	if err := workloads["west"].client.Create(ctx, crd); err != nil {
+	if err := workloads["west"].Client.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = workloads["west"].client.Delete(context.Background(), crd) })
+	t.Cleanup(func() { _ = workloads["west"].Client.Delete(context.Background(), crd) })
 	got = waitForApp(t, app, "sync finished", operationDone)
 	if s := got.Status.OperationState; s.Phase != navarchv1.OperationSucceeded {
 		t.Fatalf("operation %s after the CRD appeared: %s", s.Phase, s.Message)
@@ -320,9 +321,9 @@ spec:
 // a restart, and the hook runs exactly once.
 func TestOperationsResumeAfterAControllerRestart(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-app"
-	east := workloads["east"].client
+	east := workloads["east"].Client
 	url := repo(t, map[string]string{
 		"app/migrate.yaml": hookJob("migrate-", "PreSync", "", map[string]string{"navarch.io/simulate-duration": "6s"}),
 		"app/web.yaml":     strings.Replace(deployment(), "replicas: 1", "replicas: 1\n  minReadySeconds: 5", 1),
@@ -363,7 +364,7 @@ func TestOperationsResumeAfterAControllerRestart(t *testing.T) {
 
 // Terminating an operation while a long hook runs deletes the hook and fails the operation.
 func TestTerminateDuringALongHook(t *testing.T) {
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-app"
 	url := repo(t, map[string]string{
 		"app/slow.yaml": hookJob("slow-", "PreSync", "", map[string]string{"navarch.io/simulate-duration": "5m"}),
@@ -376,15 +377,15 @@ func TestTerminateDuringALongHook(t *testing.T) {
 		s := a.Status.OperationState
 		return s != nil && strings.Contains(s.Message, "waiting for PreSync hook")
 	})
-	update(t, mgmt, app, func(a *navarchv1.Application) {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) {
 		a.Annotations = map[string]string{navarchv1.AnnotationTerminateOperation: "true"}
 	})
 	got := waitForApp(t, app, "terminated", operationDone)
 	if s := got.Status.OperationState; s.Phase != navarchv1.OperationFailed || s.Message != "terminated" {
 		t.Errorf("operation %s %q, want Failed \"terminated\"", s.Phase, s.Message)
 	}
-	eventually(t, "the running hook is deleted", func() string {
-		if j := jobs(t, workloads["east"].client, target); len(j) > 0 {
+	testenv.Eventually(t, "the running hook is deleted", func() string {
+		if j := jobs(t, workloads["east"].Client, target); len(j) > 0 {
 			return fmt.Sprintf("%d Jobs left", len(j))
 		}
 		if _, ok := getApp(t, app).Annotations[navarchv1.AnnotationTerminateOperation]; ok {
@@ -397,7 +398,7 @@ func TestTerminateDuringALongHook(t *testing.T) {
 // Rollback to the previous commit syncs it and pauses automated sync.
 func TestRollbackToThePreviousCommit(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/cm.yaml": configMap("greeting", "v1")})
 	app := createApp(t, ns, fmt.Sprintf(`
 metadata: {name: rollback}
@@ -417,14 +418,14 @@ spec:
 	if entry.Revision != v1 {
 		t.Fatalf("history[0] is %s, want %s", entry.Revision, v1)
 	}
-	update(t, mgmt, app, func(a *navarchv1.Application) {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) {
 		a.Operation = &navarchv1.Operation{Rollback: &navarchv1.RollbackOperation{ID: entry.ID}, InitiatedBy: navarchv1.OperationInitiator{Username: "test"}}
 	})
 	waitForApp(t, app, "rolled back", func(a *navarchv1.Application) bool {
 		s := a.Status.OperationState
 		return s != nil && s.Phase == navarchv1.OperationSucceeded && s.SyncResult.Revision == v1
 	})
-	eventually(t, "automated sync paused", func() string {
+	testenv.Eventually(t, "automated sync paused", func() string {
 		if a := getApp(t, app); a.Annotations[navarchv1.AnnotationAutomatedSyncPaused] == "" {
 			return fmt.Sprintf("annotations %v", a.Annotations)
 		}
@@ -432,9 +433,9 @@ spec:
 	})
 	// The controller compares the Application again, sees Git at v2, and does not sync it.
 	refresh(t, app)
-	consistently(t, 5*time.Second, "automated sync stays paused", func() string {
+	testenv.Consistently(t, 5*time.Second, "automated sync stays paused", func() string {
 		cm := &corev1.ConfigMap{}
-		if err := workloads["west"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "v1" {
+		if err := workloads["west"].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, cm); err != nil || cm.Data["greeting"] != "v1" {
 			return fmt.Sprintf("after the rollback the ConfigMap holds %v (%v), want v1", cm.Data, err)
 		}
 		if a := getApp(t, app); a.Status.Sync.Status != navarchv1.SyncStatusOutOfSync || a.Status.OperationState.SyncResult.Revision != v1 {
@@ -444,7 +445,7 @@ spec:
 		return ""
 	})
 	// Removing the annotation resumes automated sync.
-	update(t, mgmt, app, func(a *navarchv1.Application) { delete(a.Annotations, navarchv1.AnnotationAutomatedSyncPaused) })
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) { delete(a.Annotations, navarchv1.AnnotationAutomatedSyncPaused) })
 	waitForApp(t, app, "back at v2", func(a *navarchv1.Application) bool {
 		return syncedAndHealthy(a) && a.Status.OperationState.SyncResult.Revision == v2
 	})

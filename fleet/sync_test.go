@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 const guestbookBase = `
@@ -51,7 +52,7 @@ spec:
 // pruned.
 func TestKustomizeOverlayIsSyncedSelfHealedAndPruned(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-guestbook"
 	url := repo(t, map[string]string{
 		"apps/guestbook/base/kustomization.yaml": "resources: [deployment.yaml, service.yaml]\n",
@@ -75,7 +76,7 @@ spec:
   ignoreDifferences:
   - {group: apps, kind: Deployment, jsonPointers: [/spec/replicas]}
 `, url, target))
-	east := workloads["east"].client
+	east := workloads["east"].Client
 
 	got := waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
 	if n := len(got.Status.Resources); n != 2 {
@@ -96,7 +97,7 @@ spec:
 	}
 
 	// Out-of-band edit (seed 1's "live v1.2.3 vs desired v1.3.0"): OutOfSync, naming the field.
-	update(t, east, dep, func(d *appsv1.Deployment) {
+	testenv.Update(t, east, dep, func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/guestbook:v1.2.3"
 	})
 	got = waitForApp(t, app, "OutOfSync after a hand edit", func(a *navarchv1.Application) bool {
@@ -114,7 +115,7 @@ spec:
 	}
 	// Without selfHeal the drift stays, even when the controller compares again.
 	requestRefresh(t, app)
-	consistently(t, 5*time.Second, "without selfHeal the hand edit stays", func() string {
+	testenv.Consistently(t, 5*time.Second, "without selfHeal the hand edit stays", func() string {
 		if err := east.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil || !strings.HasSuffix(dep.Spec.Template.Spec.Containers[0].Image, "v1.2.3") {
 			return fmt.Sprintf("the hand edit was reverted: %v %v", err, dep.Spec.Template.Spec.Containers)
 		}
@@ -122,8 +123,8 @@ spec:
 	})
 
 	// selfHeal reverts it.
-	update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.SelfHeal = true })
-	eventually(t, "selfHeal reverts the image", func() string {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.SelfHeal = true })
+	testenv.Eventually(t, "selfHeal reverts the image", func() string {
 		if err := east.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			return err.Error()
 		}
@@ -141,7 +142,7 @@ spec:
 	if err := east.SubResource("scale").Patch(ctx, dep, patch, client.FieldOwner("horizontal-pod-autoscaler")); err != nil {
 		t.Fatalf("scale the Deployment: %v", err)
 	}
-	eventually(t, "Synced and Healthy with 3 replicas", func() string {
+	testenv.Eventually(t, "Synced and Healthy with 3 replicas", func() string {
 		a := getApp(t, app)
 		dep = &appsv1.Deployment{}
 		if err := east.Get(ctx, client.ObjectKey{Namespace: target, Name: "guestbook"}, dep); err != nil {
@@ -162,7 +163,7 @@ spec:
 		"apps/guestbook/base/kustomization.yaml": "resources: [deployment.yaml]\n",
 	})
 	refresh(t, app)
-	eventually(t, "the Service is pruned", func() string {
+	testenv.Eventually(t, "the Service is pruned", func() string {
 		err := east.Get(ctx, client.ObjectKey{Namespace: target, Name: "guestbook"}, &corev1.Service{})
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -220,7 +221,7 @@ data: {greeting: hello}
 // sync succeeds.
 func TestCustomResourceWaitsForItsCRD(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-web"
 	url := repo(t, map[string]string{
 		"web/configmap.yaml":      webConfigMap,
@@ -234,7 +235,7 @@ spec:
   syncPolicy:
     syncOptions: [CreateNamespace=true]
 `, url, target))
-	west := workloads["west"].client
+	west := workloads["west"].Client
 
 	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
 	requestSync(t, app)
@@ -285,7 +286,7 @@ spec:
 // Bad manifests: invalid YAML and a document without kind are reported with the file's path,
 // and nothing is applied.
 func TestBadManifestsNameTheFile(t *testing.T) {
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{
 		"bad/good.yaml":   webConfigMap,
 		"bad/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: oops\n",
@@ -309,14 +310,14 @@ spec:
 
 	push(t, "missing kind", map[string]string{"bad/broken.yaml": "apiVersion: v1\nmetadata: {name: x}\n"})
 	refresh(t, app)
-	eventually(t, "the error names the file and the missing kind", func() string {
+	testenv.Eventually(t, "the error names the file and the missing kind", func() string {
 		c := meta.FindStatusCondition(getApp(t, app).Status.Conditions, navarchv1.ApplicationComparisonError)
 		if c != nil && strings.Contains(c.Message, "bad/broken.yaml") && strings.Contains(c.Message, "kind") && !strings.Contains(c.Message, "mapping values") {
 			return ""
 		}
 		return fmt.Sprintf("condition %+v", c)
 	})
-	err := workloads["east"].client.Get(context.Background(), client.ObjectKey{Namespace: ns + "-bad", Name: "web"}, &corev1.ConfigMap{})
+	err := workloads["east"].Client.Get(context.Background(), client.ObjectKey{Namespace: ns + "-bad", Name: "web"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the good ConfigMap was applied although its source is broken: %v", err)
 	}
@@ -326,7 +327,7 @@ spec:
 // FailOnSharedResource=true the sync fails without touching it.
 func TestSharedResourcesAreReported(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"shared/cm.yaml": webConfigMap})
 	spec := func(name, options string) string {
 		return fmt.Sprintf(`
@@ -356,7 +357,7 @@ spec:
 		t.Errorf("operation message %q should name the other Application and the option", msg)
 	}
 	cm := &corev1.ConfigMap{}
-	if err := workloads["east"].client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cm); err != nil {
+	if err := workloads["east"].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if id := cm.Annotations[navarchv1.AnnotationTrackingID]; !strings.HasPrefix(id, ns+"_first:") {
@@ -391,7 +392,7 @@ func dryRunCount(t *testing.T, cluster string) float64 {
 // would delete everything is refused unless allowEmpty says otherwise.
 func TestUnchangedApplicationsCostNoDryRunsAndEmptyRendersAreRefused(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"cm/a.yaml": configMap("a", "1"), "cm/b.yaml": configMap("b", "2")})
 	app := createApp(t, ns, fmt.Sprintf(`
 metadata: {name: steady}
@@ -418,14 +419,14 @@ spec:
 	if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ApplicationSyncError); !strings.Contains(c.Message, "allowEmpty") {
 		t.Errorf("the EmptyRender condition should say how to allow it: %q", c.Message)
 	}
-	west := workloads["west"].client
+	west := workloads["west"].Client
 	for _, name := range []string{"a", "b"} {
 		if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); err != nil {
 			t.Errorf("ConfigMap %s was pruned by an empty render: %v", name, err)
 		}
 	}
-	update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.AllowEmpty = true })
-	eventually(t, "allowEmpty prunes everything", func() string {
+	testenv.Update(t, mgmt, app, func(a *navarchv1.Application) { a.Spec.SyncPolicy.Automated.AllowEmpty = true })
+	testenv.Eventually(t, "allowEmpty prunes everything", func() string {
 		for _, name := range []string{"a", "b"} {
 			if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 				return fmt.Sprintf("ConfigMap %s still there (%v)", name, err)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/testenv"
 )
 
 // The tests of this file are about timed behaviour: each runs on its own timer or on a watch
@@ -26,7 +27,7 @@ func installCRD(t *testing.T, cluster, manifest string) {
 	if err := yaml.Unmarshal([]byte(manifest), &crd.Object); err != nil {
 		t.Fatal(err)
 	}
-	c := workloads[cluster].client
+	c := workloads[cluster].Client
 	if err := c.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ spec:
 // must run when status.operationState.nextRetryAt says, whatever the Git poll interval: the
 // attempts go on while the CRD is missing, and once it is installed the next one succeeds.
 func TestRetriesRunAtNextRetryAtNotAtTheGitPoll(t *testing.T) {
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{
 		"gadget/gadget.yaml": "apiVersion: timers.example.com/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 3}\n",
 	})
@@ -63,7 +64,7 @@ func TestRetriesRunAtNextRetryAtNotAtTheGitPoll(t *testing.T) {
 
 	// The second and third attempts are due 2 s and 4 s after the failures before them; the
 	// third failure schedules retry 3.
-	eventually(t, "three retries of the failing sync", func() string {
+	testenv.Eventually(t, "three retries of the failing sync", func() string {
 		s := getApp(t, app).Status.OperationState
 		if s != nil && s.Phase == navarchv1.OperationRunning && s.RetryCount >= 3 {
 			return ""
@@ -93,7 +94,7 @@ func TestRetriesRunAtNextRetryAtNotAtTheGitPoll(t *testing.T) {
 // version of it.
 func TestAnOperationIsNeverSeenNextToItsRequest(t *testing.T) {
 	ctx := context.Background()
-	ns := appNamespace(t)
+	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{
 		// No CRD defines Sprocket: the sync fails in its first pass, which records its start
 		// and its end in one status write.
