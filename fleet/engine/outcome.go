@@ -26,6 +26,7 @@ const (
 type waitReason int
 
 const (
+	// waitNone: the outcome is not a wait.
 	waitNone waitReason = iota
 	// waitRetry: the next attempt starts at nextRetryAt (a timer).
 	waitRetry
@@ -55,8 +56,10 @@ func (r waitReason) String() string {
 		return "CRD"
 	case waitPruneConfirmation:
 		return "PruneConfirmation"
+	case waitNone:
+		return "None"
 	}
-	return "None"
+	return fmt.Sprintf("waitReason(%d)", int(r))
 }
 
 // outcome is how a step of a sync operation ended.
@@ -65,7 +68,7 @@ type outcome struct {
 	// reason says what a wait is for.
 	reason waitReason
 	// message is what the operation's message becomes: what it waits for, or why the
-	// attempt failed. Empty for a wait: the message stays as it is.
+	// attempt failed. An empty message leaves the operation's message as it is.
 	message string
 	// after is how soon a wait ends without an event: the next pass runs then. 0 means only
 	// an event ends it.
