@@ -85,9 +85,9 @@ const (
 	// fetchErrorWait is how soon an Application whose source could not be fetched looks
 	// again.
 	fetchErrorWait = 30 * time.Second
-	// requestedStartWait is how soon the operation started from a request runs its steps: at
-	// once, in the pass after the one that recorded its start.
-	requestedStartWait = time.Millisecond
+	// startWait is how soon a started operation runs its steps: at once, in the pass after
+	// the one that recorded its start.
+	startWait = time.Millisecond
 )
 
 // Reconcile compares app with the cluster behind dest, records the comparison in app.Status,
@@ -124,11 +124,11 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	e.recordComparison(app, cmp)
 
 	// Start an operation: asked for, or automated.
-	requested := false
+	started := false
 	if app.Operation != nil {
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
-			requested = true
+			started = true
 			if pause := e.startRequested(ctx, app, manifests.Commit); pause != "" {
 				res.Annotations = map[string]string{navarchv1.AnnotationAutomatedSyncPaused: pause}
 			}
@@ -137,6 +137,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.supersede(app, cmp)
 		if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
 			e.startOperation(app, *op, manifests.Commit)
+			started = true
 		} else if wait > 0 {
 			res.RequeueAfter = min(res.RequeueAfter, wait)
 		}
@@ -144,11 +145,12 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 
 	switch state := st.OperationState; {
 	case state == nil || state.Phase != navarchv1.OperationRunning:
-	case requested:
-		// A requested operation runs from the next pass, once the caller has cleared the
-		// request and recorded the start. The cluster then changes only for an operation the
-		// status records, and a request is never run twice.
-		res.RequeueAfter = min(res.RequeueAfter, requestedStartWait)
+	case started:
+		// An operation runs from the pass after the one that started it, once the caller has
+		// recorded the start (and cleared the request). The cluster then changes only for an
+		// operation the status records: a hook runs once per attempt, and a request that a
+		// crash dropped has applied nothing.
+		res.RequeueAfter = min(res.RequeueAfter, startWait)
 	default:
 		_, terminate := app.Annotations[navarchv1.AnnotationTerminateOperation]
 		after, err := e.runOperation(ctx, app, remote, cmp, terminate)
@@ -341,13 +343,15 @@ func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operati
 	if op.Sync == nil {
 		op.Sync = &navarchv1.SyncOperation{}
 	}
-	app.Status.OperationState = &navarchv1.OperationState{
+	state := &navarchv1.OperationState{
 		Operation:  op,
 		Phase:      navarchv1.OperationRunning,
 		Message:    "sync started",
 		StartedAt:  metav1.NewTime(e.opts.Now()),
 		SyncResult: &navarchv1.SyncOperationResult{Revision: commit},
 	}
+	state.ID = attemptID(app, state)
+	app.Status.OperationState = state
 }
 
 func truncate(s string, n int) string {

@@ -118,7 +118,7 @@ func (op *operation) gateRetry(context.Context) (outcome, error) {
 		}
 		op.state.NextRetryAt = nil
 	}
-	if op.state.ID == "" {
+	if op.state.ID == "" { // recorded by a controller of an earlier version
 		op.state.ID = attemptID(op.app, op.state)
 	}
 	return proceed(), nil
@@ -480,7 +480,7 @@ func (op *operation) fail(ctx context.Context, msg string) (outcome, error) {
 		next := metav1.NewTime(op.e.opts.Now().Add(d))
 		state.RetryCount++
 		state.NextRetryAt = &next
-		state.ID = ""
+		state.ID = retryID(state.ID, state.RetryCount)
 		state.SyncResult.Resources = nil
 		setCondition(op.app, navarchv1.ApplicationSyncError, metav1.ConditionTrue, navarchv1.ReasonSyncFailed, msg)
 		return waitTimer(waitRetry, fmt.Sprintf("retrying in %s (retry %d): %s", d.Round(time.Second), state.RetryCount, truncate(msg, 3500)), d), nil

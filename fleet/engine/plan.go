@@ -164,9 +164,20 @@ func buildPlan(app *navarchv1.Application, apply, prune, hooks []*resource, opID
 	return p
 }
 
-// attemptID names an operation attempt: stable for the attempt, so a restarted controller
-// finds the hook instances it created, and different for every attempt and operation.
+// attemptID names an operation's first attempt, from the Application and the operation's start
+// time, to the nanosecond as the controller that starts it knows it: different for every
+// operation. The id is recorded with the start, before the attempt creates anything, so a
+// restarted controller finds the hook instances of the attempt by it. (For an attempt whose
+// id a controller of an earlier version left empty, the start time is the recorded one, to
+// the second, and the retry count tells the attempts apart.)
 func attemptID(app *navarchv1.Application, state *navarchv1.OperationState) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%s/%d/%d", app.UID, app.Name, state.StartedAt.UTC().Format(time.RFC3339Nano), state.RetryCount, len(app.Status.History)))
+	return hex.EncodeToString(sum[:])[:5]
+}
+
+// retryID names the attempt after the one named id: retry n of the operation. It is recorded
+// with the retry's schedule, before the attempt creates anything.
+func retryID(id string, n int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/retry/%d", id, n))
 	return hex.EncodeToString(sum[:])[:5]
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
 
@@ -95,5 +97,41 @@ func TestRetryAfter(t *testing.T) {
 				t.Errorf("retryAfter = %s, %v; want %s, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// Attempt ids differ for operations started within the same second, and for every retry; a
+// retry's id is recorded with its schedule, before the attempt runs.
+func TestAttemptIDs(t *testing.T) {
+	app := &navarchv1.Application{}
+	app.Name, app.UID = "shop", "app-uid"
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	first := attemptID(app, &navarchv1.OperationState{StartedAt: metav1.NewTime(at)})
+	second := attemptID(app, &navarchv1.OperationState{StartedAt: metav1.NewTime(at.Add(time.Millisecond))})
+	ids := []string{first, second, retryID(first, 1), retryID(first, 2), retryID(second, 1)}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if len(id) != 5 || seen[id] {
+			t.Errorf("ids %v: want 5 hex characters each, all distinct", ids)
+			break
+		}
+		seen[id] = true
+	}
+	if retryID(first, 1) != retryID(first, 1) {
+		t.Error("retryID is not deterministic")
+	}
+
+	h := newHarness(t, widgetManifest)
+	h.app.Spec.SyncPolicy.Retry = retry(3, "1s")
+	h.start(navarchv1.SyncOperation{})
+	id := h.state().ID
+	if id == "" {
+		t.Fatal("the operation started without an attempt id")
+	}
+	if out := h.pass(false); out.kind != kindWait || out.reason != waitRetry {
+		t.Fatalf("pass: %s, want a retry", out)
+	}
+	if got := h.state().ID; got != retryID(id, 1) {
+		t.Errorf("id while waiting for retry 1: %q, want %q", got, retryID(id, 1))
 	}
 }
