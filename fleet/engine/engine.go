@@ -82,8 +82,9 @@ type Result struct {
 }
 
 const (
-	// fetchErrorWait is how soon an Application whose source could not be fetched looks
-	// again.
+	// fetchErrorWait is how soon, at the latest, an Application whose source could not be
+	// fetched or rendered looks again; sooner when the Git poll is shorter, since a commit
+	// that fixes the source is seen at the next poll.
 	fetchErrorWait = 30 * time.Second
 	// startWait is how soon a started operation runs its steps: at once, in the pass after
 	// the one that recorded its start.
@@ -110,7 +111,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	manifests, err := e.opts.Source.Fetch(ctx, app.Spec.Source, "", refresh)
 	if err != nil {
 		e.comparisonFailed(app, err)
-		return Result{RequeueAfter: fetchErrorWait}, nil
+		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
 	}
 	res.RequeueAfter = manifests.NextPoll
 	opts := e.syncOptions(app)

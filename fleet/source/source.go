@@ -90,6 +90,10 @@ func New(opts Options) *Fetcher {
 	}
 }
 
+// PollInterval is how long a resolved branch or tag is trusted: a source that failed to fetch
+// or render can be fixed by a new commit no sooner than this.
+func (f *Fetcher) PollInterval() time.Duration { return f.pollInterval }
+
 // Fetch renders src at revision (empty: src.TargetRevision). With refresh it asks Git for the
 // revision's commit even if it resolved it recently.
 func (f *Fetcher) Fetch(ctx context.Context, src navarchv1.ApplicationSource, revision string, refresh bool) (*Manifests, error) {
