@@ -135,7 +135,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 	wrapWith := s["wrapWith"].(func(int, string, string) string)
 	m["wrapWith"] = func(width int, sep, str string) (string, error) {
 		lines := strings.Count(str, " ") + len(str)/max(width, 1) + 1
-		if err := checkSize("the result", int64(len(str))+int64(lines)*int64(max(len(sep), 1))); err != nil {
+		if err := checkSize(int64(len(str))+int64(lines)*int64(max(len(sep), 1))); err != nil {
 			return "", err
 		}
 		return b.madeString(wrapWith(width, sep, str))
@@ -177,7 +177,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 	}
 	randBytes := s["randBytes"].(func(int) (string, error))
 	m["randBytes"] = func(count int) (string, error) {
-		if err := checkSize("the result", int64(count)/3*4+4); err != nil {
+		if err := checkSize(int64(count)/3*4+4); err != nil {
 			return "", err
 		}
 		if err := b.checkTime(); err != nil {
@@ -210,7 +210,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 		if err != nil {
 			return "", err
 		}
-		if err := checkSize("the result", int64(n)+int64(len(sep))*int64(length(list))); err != nil {
+		if err := checkSize(int64(n)+int64(len(sep))*int64(length(list))); err != nil {
 			return "", err
 		}
 		return b.madeString(join(sep, list))
@@ -290,7 +290,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 				n += int64(itemSize + len(k))
 			}
 		}
-		if err := checkSize("the result", n); err != nil {
+		if err := checkSize(n); err != nil {
 			return nil, err
 		}
 		return made(b, keys(dicts...))
@@ -425,14 +425,14 @@ func encoder(b *Budget, f func(any) string, indent int) func(any) (string, error
 	}
 }
 
-// checkSize fails when what would take n bytes, more than MaxValueSize; n < 0 means it
-// overflowed.
-func checkSize(what string, n int64) error {
+// checkSize fails when a function's result would take n bytes, more than MaxValueSize; n < 0
+// means the size overflowed.
+func checkSize(n int64) error {
 	if n < 0 {
-		return errValueSize(what, -1)
+		return errValueSize("the result", -1)
 	}
 	if n > MaxValueSize {
-		return errValueSize(what, n)
+		return errValueSize("the result", n)
 	}
 	return nil
 }
@@ -461,7 +461,7 @@ func checkParts(s, sep string, n, overhead int) error {
 	if n >= 0 && n < parts {
 		parts = n
 	}
-	return checkSize("the result", int64(len(s))+int64(parts)*int64(overhead))
+	return checkSize(int64(len(s))+int64(parts)*int64(overhead))
 }
 
 // length is how many items join makes of v.
@@ -511,7 +511,7 @@ func checkPrintf(format string, args []any) error {
 			}
 		}
 	}
-	return checkSize("the result", n)
+	return checkSize(n)
 }
 
 func (b *Budget) repeat(count int, str string) (string, error) {
@@ -520,7 +520,7 @@ func (b *Budget) repeat(count int, str string) (string, error) {
 		if count <= math.MaxInt64/len(str) {
 			size = int64(count) * int64(len(str))
 		}
-		if err := checkSize("the result", size); err != nil {
+		if err := checkSize(size); err != nil {
 			return "", err
 		}
 	}
@@ -532,7 +532,7 @@ func (b *Budget) repeat(count int, str string) (string, error) {
 func (b *Budget) indent(spaces int, str, prefix string) (string, error) {
 	if spaces > 0 {
 		lines := int64(strings.Count(str, "\n") + 1)
-		if err := checkSize("the result", int64(len(str))+lines*min(int64(spaces), math.MaxInt32)); err != nil {
+		if err := checkSize(int64(len(str))+lines*min(int64(spaces), math.MaxInt32)); err != nil {
 			return "", err
 		}
 	}
@@ -543,7 +543,7 @@ func (b *Budget) indent(spaces int, str, prefix string) (string, error) {
 // replace is sprig's replace: every old in src replaced by new.
 func (b *Budget) replace(old, new, src string) (string, error) {
 	if grow := len(new) - len(old); grow > 0 {
-		if err := checkSize("the result", int64(len(src))+int64(strings.Count(src, old))*int64(grow)); err != nil {
+		if err := checkSize(int64(len(src))+int64(strings.Count(src, old))*int64(grow)); err != nil {
 			return "", err
 		}
 	}
@@ -647,7 +647,7 @@ func seq(params ...int) (string, error) {
 func uniq(list any) ([]any, error) {
 	v := reflect.ValueOf(list)
 	if k := v.Kind(); k != reflect.Slice && k != reflect.Array {
-		return nil, fmt.Errorf("Cannot find uniq on type %s", k)
+		return nil, fmt.Errorf("cannot find uniq on type %s", k)
 	}
 	out := []any{}
 	seen := map[any]bool{}
@@ -833,7 +833,7 @@ func (b *Budget) replaceRegexp(expr, s, repl string, literal bool) (string, erro
 			matched += int64(len(m))
 			return ""
 		})
-		if err := checkSize("the result", n-matched+matches*int64(len(repl))+refs*matched); err != nil {
+		if err := checkSize(n-matched+matches*int64(len(repl))+refs*matched); err != nil {
 			return "", err
 		}
 	}
