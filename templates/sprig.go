@@ -135,7 +135,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 	wrapWith := s["wrapWith"].(func(int, string, string) string)
 	m["wrapWith"] = func(width int, sep, str string) (string, error) {
 		lines := strings.Count(str, " ") + len(str)/max(width, 1) + 1
-		if err := checkSize(int64(len(str))+int64(lines)*int64(max(len(sep), 1))); err != nil {
+		if err := checkSize(int64(len(str)) + int64(lines)*int64(max(len(sep), 1))); err != nil {
 			return "", err
 		}
 		return b.madeString(wrapWith(width, sep, str))
@@ -177,7 +177,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 	}
 	randBytes := s["randBytes"].(func(int) (string, error))
 	m["randBytes"] = func(count int) (string, error) {
-		if err := checkSize(int64(count)/3*4+4); err != nil {
+		if err := checkSize(int64(count)/3*4 + 4); err != nil {
 			return "", err
 		}
 		if err := b.checkTime(); err != nil {
@@ -210,7 +210,7 @@ func boundedFuncs(b *Budget) template.FuncMap {
 		if err != nil {
 			return "", err
 		}
-		if err := checkSize(int64(n)+int64(len(sep))*int64(length(list))); err != nil {
+		if err := checkSize(int64(n) + int64(len(sep))*int64(length(list))); err != nil {
 			return "", err
 		}
 		return b.madeString(join(sep, list))
@@ -461,7 +461,7 @@ func checkParts(s, sep string, n, overhead int) error {
 	if n >= 0 && n < parts {
 		parts = n
 	}
-	return checkSize(int64(len(s))+int64(parts)*int64(overhead))
+	return checkSize(int64(len(s)) + int64(parts)*int64(overhead))
 }
 
 // length is how many items join makes of v.
@@ -532,7 +532,7 @@ func (b *Budget) repeat(count int, str string) (string, error) {
 func (b *Budget) indent(spaces int, str, prefix string) (string, error) {
 	if spaces > 0 {
 		lines := int64(strings.Count(str, "\n") + 1)
-		if err := checkSize(int64(len(str))+lines*min(int64(spaces), math.MaxInt32)); err != nil {
+		if err := checkSize(int64(len(str)) + lines*min(int64(spaces), math.MaxInt32)); err != nil {
 			return "", err
 		}
 	}
@@ -543,7 +543,7 @@ func (b *Budget) indent(spaces int, str, prefix string) (string, error) {
 // replace is sprig's replace: every old in src replaced by new.
 func (b *Budget) replace(old, new, src string) (string, error) {
 	if grow := len(new) - len(old); grow > 0 {
-		if err := checkSize(int64(len(src))+int64(strings.Count(src, old))*int64(grow)); err != nil {
+		if err := checkSize(int64(len(src)) + int64(strings.Count(src, old))*int64(grow)); err != nil {
 			return "", err
 		}
 	}
@@ -833,7 +833,7 @@ func (b *Budget) replaceRegexp(expr, s, repl string, literal bool) (string, erro
 			matched += int64(len(m))
 			return ""
 		})
-		if err := checkSize(n-matched+matches*int64(len(repl))+refs*matched); err != nil {
+		if err := checkSize(n - matched + matches*int64(len(repl)) + refs*matched); err != nil {
 			return "", err
 		}
 	}

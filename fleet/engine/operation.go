@@ -457,13 +457,14 @@ func (op *operation) recordSkipped() {
 		}
 	}
 	// Results of no task of the plan (prunes the sync left out) were recorded first.
-	var out []navarchv1.ResourceResult
+	out := make([]navarchv1.ResourceResult, 0, len(results))
 	for i, r := range results {
 		if !ofPlan[i] {
 			out = append(out, r)
 		}
 	}
-	op.state.SyncResult.Resources = append(out, ordered...)
+	out = append(out, ordered...)
+	op.state.SyncResult.Resources = out
 }
 
 // fail ends the current attempt with msg. If the retry strategy allows one more attempt, the

@@ -117,7 +117,7 @@ func TestAttemptIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if retryID(first, 1) != retryID(first, 1) {
+	if again := retryID(first, 1); again != ids[2] {
 		t.Error("retryID is not deterministic")
 	}
 
