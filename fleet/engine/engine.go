@@ -138,7 +138,9 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.supersede(app, cmp)
 		if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
 			e.startOperation(app, *op, manifests.Commit)
-			started = true
+			// Without hooks, an automated operation that a crash loses before its start is
+			// recorded is simply started again: applying and pruning are idempotent.
+			started = len(hooks) > 0
 		} else if wait > 0 {
 			res.RequeueAfter = min(res.RequeueAfter, wait)
 		}
@@ -147,10 +149,10 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	switch state := st.OperationState; {
 	case state == nil || state.Phase != navarchv1.OperationRunning:
 	case started:
-		// An operation runs from the pass after the one that started it, once the caller has
-		// recorded the start (and cleared the request). The cluster then changes only for an
-		// operation the status records: a hook runs once per attempt, and a request that a
-		// crash dropped has applied nothing.
+		// A requested operation, or an automated one with hooks, runs from the pass after the
+		// one that started it, once the caller has recorded the start (and cleared the
+		// request). The cluster then changes only for an operation the status records: a hook
+		// runs once per attempt, and a request that a crash dropped has applied nothing.
 		res.RequeueAfter = min(res.RequeueAfter, startWait)
 	default:
 		_, terminate := app.Annotations[navarchv1.AnnotationTerminateOperation]
