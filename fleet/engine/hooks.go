@@ -200,7 +200,10 @@ func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, re
 		}
 		switch {
 		case live != nil && live.GetAnnotations()[navarchv1.AnnotationOperation] == r.obj.GetAnnotations()[navarchv1.AnnotationOperation]:
-			// Created by this attempt before a restart: never run a hook twice.
+			// Created by this attempt before a restart: never run a hook twice. It may have
+			// finished meanwhile, and then no event will come for it: look at it now.
+			e.recordHook(state, t, navarchv1.HookRunning, "running")
+			return e.hookProgress(ctx, remote, state, t, live)
 		case live != nil && live.GetDeletionTimestamp() != nil:
 			return navarchv1.HookPending, "waiting for the previous instance to be deleted", nil
 		case live != nil && !r.hook.has(policyBeforeHookCreation):
@@ -232,13 +235,18 @@ func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, re
 			return navarchv1.HookFailed, "the hook was deleted before it finished", nil
 		}
 	}
+	return e.hookProgress(ctx, remote, state, t, live)
+}
+
+// hookProgress reads the outcome of a running hook instance; once it has finished, it records
+// the outcome first and then lets the instance go.
+func (e *Engine) hookProgress(ctx context.Context, remote *cluster, state *navarchv1.OperationState, t *task, live *unstructured.Unstructured) (navarchv1.HookPhase, string, error) {
 	phase, msg := hookOutcome(live)
 	if phase == navarchv1.HookRunning {
 		return phase, msg, nil
 	}
-	// Record the outcome first, then let the instance go.
 	e.recordHook(state, t, phase, msg)
-	if err := e.releaseHook(ctx, remote, r, live); err != nil {
+	if err := e.releaseHook(ctx, remote, t.res, live); err != nil {
 		return "", "", err
 	}
 	return phase, msg, nil

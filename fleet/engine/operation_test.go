@@ -288,6 +288,24 @@ func TestOperationPasses(t *testing.T) {
 			}
 		},
 	}, {
+		// The controller created the hook, was killed before its status recorded it, and the
+		// hook finished before the restarted controller looked: no event will come for it.
+		name:   "a hook created before a restart that finished meanwhile is not waited for",
+		source: []string{hookManifest, configMapManifest},
+		passes: []pass{
+			{want: want{kind: kindWait, reason: waitHook, message: "waiting for PreSync hook Job migrate-"}},
+			{before: func(h *harness) {
+				h.state().SyncResult.Resources = slices.DeleteFunc(h.state().SyncResult.Resources,
+					func(r navarchv1.ResourceResult) bool { return r.HookPhase != "" })
+				h.setStatus("Job", "migrate-"+h.state().ID, map[string]any{"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}})
+			}, want: want{kind: kindEnded, message: "successfully synced"}},
+		},
+		check: func(t *testing.T, h *harness) {
+			if want := []string{"Job migrate-" + h.state().ID, "ConfigMap config"}; !slices.Equal(h.cluster.applied, want) {
+				t.Errorf("applied %v, want the hook once, then the ConfigMap", h.cluster.applied)
+			}
+		},
+	}, {
 		name:   "Prune=confirm waits for the confirmation annotation",
 		source: []string{configMapManifest},
 		setup: func(h *harness) {
