@@ -29,6 +29,36 @@ func clusterReady(t *testing.T, name string) *metav1.Condition {
 	return meta.FindStatusCondition(c.Status.Conditions, navarchv1.ConditionReady)
 }
 
+// stopAPIServer stops the API server of the workload cluster name and waits until its Cluster
+// reports Unreachable (Clusters are probed every 30 s). The returned function starts it again;
+// so does the test's cleanup if the test ends first.
+func stopAPIServer(t *testing.T, name string) (start func()) {
+	t.Helper()
+	c := workloads[name]
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	t.Cleanup(func() {
+		if !started {
+			_ = c.StartAPIServer(context.Background())
+		}
+	})
+	testenv.EventuallyWithin(t, 2*time.Minute, "Cluster "+name+" reports Unreachable", func() string {
+		if cond := clusterReady(t, name); cond == nil || cond.Status != "False" || cond.Reason != navarchv1.ReasonUnreachable {
+			return fmt.Sprintf("Ready condition %+v", cond)
+		}
+		return ""
+	})
+	return func() {
+		t.Helper()
+		if err := c.StartAPIServer(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		started = true
+	}
+}
+
 // Two clusters, one of them down: the other still syncs; the stopped one reports Unreachable
 // and its Application catches up after the restart.
 func TestAClusterOutageDelaysOnlyThatCluster(t *testing.T) {
@@ -50,22 +80,7 @@ spec:
 	}
 
 	west := workloads["west"]
-	if err := west.StopAPIServer(); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			_ = west.StartAPIServer(context.Background())
-		}
-	})
-	// The Cluster is probed every 30 s.
-	testenv.EventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
-		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
-			return fmt.Sprintf("Ready condition %+v", c)
-		}
-		return ""
-	})
+	startWest := stopAPIServer(t, "west")
 
 	commit := push(t, "new greeting", map[string]string{"cm/cm.yaml": configMap("greeting", "bonjour")})
 	// Both Applications are asked to look at Git now, as a push webhook would do.
@@ -83,10 +98,7 @@ spec:
 		return c != nil && c.Status == "False" && c.Reason == navarchv1.ReasonClusterUnavailable
 	})
 
-	if err := west.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	startWest()
 	// The next probe (within 30 s) finds west back.
 	testenv.EventuallyWithin(t, 2*time.Minute, apps["west"].Name+" catches up after the restart", func() string {
 		if a := getApp(t, apps["west"]); !syncedAndHealthy(a) || a.Status.Sync.Revision != commit {

@@ -32,23 +32,7 @@ spec:
 `, url, ns))
 	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
 
-	west := workloads["west"]
-	if err := west.StopAPIServer(); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			_ = west.StartAPIServer(context.Background())
-		}
-	})
-	// The Cluster is probed every 30 s.
-	testenv.EventuallyWithin(t, 2*time.Minute, "Cluster west reports Unreachable", func() string {
-		if c := clusterReady(t, "west"); c == nil || c.Status != "False" || c.Reason != navarchv1.ReasonUnreachable {
-			return fmt.Sprintf("Ready condition %+v", c)
-		}
-		return ""
-	})
+	startWest := stopAPIServer(t, "west")
 	if err := mgmt.Delete(ctx, app); err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +55,7 @@ spec:
 		t.Errorf("no DeletionWaiting Event in %s", ns)
 	}
 
-	if err := west.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	startWest()
 	testenv.Eventually(t, "the Application is deleted once west answers", func() string {
 		err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{})
 		if apierrors.IsNotFound(err) {
@@ -82,7 +63,7 @@ spec:
 		}
 		return fmt.Sprintf("still there (%v)", err)
 	})
-	err := west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, &corev1.ConfigMap{})
+	err := workloads["west"].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the Application's ConfigMap on west: %v; want it deleted with the Application", err)
 	}
