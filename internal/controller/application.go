@@ -127,6 +127,17 @@ func (r *ApplicationReconciler) destination(ctx context.Context, app *navarchv1.
 	if destination.InCluster(app.Spec.Destination) {
 		return navarchv1.InClusterName, nil
 	}
+	if name := app.Spec.Destination.Name; name != "" {
+		// Every route and every pass asks: read the one Cluster, not a copy of them all.
+		var c navarchv1.Cluster
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, &c); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+			return destination.Resolve(app.Spec.Destination, nil)
+		}
+		return destination.Resolve(app.Spec.Destination, []navarchv1.Cluster{c})
+	}
 	var clusters navarchv1.ClusterList
 	if err := r.Client.List(ctx, &clusters); err != nil {
 		return "", err
