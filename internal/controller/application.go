@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,7 +48,7 @@ type ApplicationReconciler struct {
 
 	// written remembers each Application as its last status write left it, so a worker never
 	// acts on a cached copy older than its own last write.
-	written sync.Map // types.NamespacedName → *navarchv1.Application
+	written ownWrites[*navarchv1.Application]
 
 	// connected carries ClusterReady notices to the router.
 	connected     chan event.GenericEvent
@@ -61,7 +60,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	app := &navarchv1.Application{}
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.written.Delete(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -151,13 +150,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	if err := r.Client.Get(ctx, key, app); err != nil {
 		return 0, client.IgnoreNotFound(err)
 	}
-	if last, ok := r.written.Load(key); ok {
-		// The cache may not have seen our last write yet: continue from what was written.
-		mine := last.(*navarchv1.Application)
-		if older, err := resourceversion.CompareResourceVersion(app.ResourceVersion, mine.ResourceVersion); err == nil && older < 0 {
-			app = mine.DeepCopy()
-		}
-	}
+	app = r.written.latest(app) // the cache may not have seen our last write yet
 	if name, err := r.destination(ctx, app); err != nil || name != remote.Name {
 		return 0, nil //nolint:nilerr // routed elsewhere meanwhile: the router queued it there
 	}
@@ -187,7 +180,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 		if err := r.Client.Patch(ctx, app, patch); err != nil {
 			return fmt.Errorf("update the operation and annotations of %s: %w", key, err)
 		}
-		r.written.Store(key, app.DeepCopy())
+		r.written.store(app)
 		app.Status = *status
 		return nil
 	}
@@ -315,7 +308,7 @@ func (r *ApplicationReconciler) patchStatus(ctx context.Context, app *navarchv1.
 	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
 		return fmt.Errorf("update the status of %s: %w", klog.KObj(app), err)
 	}
-	r.written.Store(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, app.DeepCopy())
+	r.written.store(app)
 	return nil
 }
 

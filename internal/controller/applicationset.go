@@ -60,6 +60,9 @@ type ApplicationSetReconciler struct {
 	MaxParamSets int
 	// ErrorRequeue is how soon a failed pass is retried.
 	ErrorRequeue time.Duration
+
+	// written remembers each ApplicationSet as this controller's last write left it.
+	written ownWrites[*navarchv1.ApplicationSet]
 }
 
 // Reconcile runs one generation pass: generate → render → check → create/update/delete.
@@ -68,8 +71,12 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	start := time.Now()
 	set := &navarchv1.ApplicationSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	set = r.written.latest(set) // the cache may not have seen our last write yet
 	if !set.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references let the garbage collector delete the Applications
 	}
@@ -472,9 +479,13 @@ func (r *ApplicationSetReconciler) patchStatus(ctx context.Context, set *navarch
 	}
 	base := set.DeepCopy()
 	base.Status = *before
-	if err := r.Client.Status().Patch(ctx, set, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Status().Patch(ctx, set, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("patch status: %w", err)
 	}
+	r.written.store(set)
 	return nil
 }
 
@@ -488,6 +499,7 @@ func (r *ApplicationSetReconciler) clearAnnotation(ctx context.Context, set *nav
 	if err := r.Client.Patch(ctx, set, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("clear annotation %s: %w", key, err)
 	}
+	r.written.store(set)
 	return nil
 }
 
