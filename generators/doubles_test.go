@@ -161,6 +161,30 @@ func (l prList) ListPullRequests(context.Context, *navarchv1.PullRequestGenerato
 	return l.prs, l.err
 }
 
+// scmRepos is an organisation's repositories; files maps "repo@branch" to its paths.
+type scmRepos struct {
+	repos   []Repository
+	files   map[string][]string
+	err     error
+	lookups *int
+}
+
+func (s scmRepos) ListRepositories(context.Context, *navarchv1.SCMProviderGenerator) ([]Repository, error) {
+	return s.repos, s.err
+}
+
+func (s scmRepos) PathExists(_ context.Context, _ *navarchv1.SCMProviderGenerator, repo Repository, path string) (bool, error) {
+	if s.lookups != nil {
+		*s.lookups++
+	}
+	for _, f := range s.files[repo.Name+"@"+repo.Branch] {
+		if f == path || strings.HasPrefix(f, path+"/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Builders for specs.
 
 func cluster(name, server string, labels map[string]string) navarchv1.Cluster {

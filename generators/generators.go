@@ -147,6 +147,7 @@ type kinds struct {
 	clusters    *navarchv1.ClusterGenerator
 	git         *navarchv1.GitGenerator
 	pullRequest *navarchv1.PullRequestGenerator
+	scmProvider *navarchv1.SCMProviderGenerator
 	matrix      *navarchv1.MatrixGenerator
 	merge       *navarchv1.MergeGenerator
 }
@@ -159,7 +160,7 @@ func New(field string, g *navarchv1.ApplicationSetGenerator) (Generator, error) 
 	}
 	return build(field, kinds{
 		list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest,
-		matrix: g.Matrix, merge: g.Merge,
+		scmProvider: g.SCMProvider, matrix: g.Matrix, merge: g.Merge,
 	}, g.Selector)
 }
 
@@ -169,7 +170,7 @@ func NewNested(field string, g *navarchv1.NestedGenerator) (Generator, error) {
 	if g == nil {
 		return nil, fmt.Errorf("%s: must be set", field)
 	}
-	k := kinds{list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest}
+	k := kinds{list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest, scmProvider: g.SCMProvider}
 	if g.Matrix != nil {
 		k.matrix = &navarchv1.MatrixGenerator{}
 		if err := decodeStrict(g.Matrix.Raw, k.matrix); err != nil {
@@ -204,6 +205,10 @@ func build(field string, k kinds, sel *metav1.LabelSelector) (Generator, error) 
 		set = append(set, "pullRequest")
 		g = PullRequests{Spec: k.pullRequest, Field: field + ".pullRequest"}
 	}
+	if k.scmProvider != nil {
+		set = append(set, "scmProvider")
+		g = SCMProviders{Spec: k.scmProvider, Field: field + ".scmProvider"}
+	}
 	if k.matrix != nil {
 		set = append(set, "matrix")
 		g = Matrix{Spec: k.matrix, Field: field + ".matrix"}
@@ -217,7 +222,7 @@ func build(field string, k kinds, sel *metav1.LabelSelector) (Generator, error) 
 		if len(set) > 0 {
 			found = strings.Join(set, ", ")
 		}
-		return nil, fmt.Errorf("%s: exactly one of list, clusters, git, pullRequest, matrix or merge must be set (found %s)", field, found)
+		return nil, fmt.Errorf("%s: exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set (found %s)", field, found)
 	}
 	if err := g.validate(); err != nil {
 		return nil, err
@@ -249,6 +254,8 @@ func templateOverride(g *navarchv1.ApplicationSetGenerator) *navarchv1.Generator
 		return g.Git.Template
 	case g.PullRequest != nil:
 		return g.PullRequest.Template
+	case g.SCMProvider != nil:
+		return g.SCMProvider.Template
 	case g.Matrix != nil:
 		return g.Matrix.Template
 	case g.Merge != nil:

@@ -52,6 +52,8 @@ type Inputs struct {
 	Clusters ClusterLister
 	// PullRequests lists pull requests for pullRequest generators.
 	PullRequests PullRequestLister
+	// SCMProviders lists repositories for scmProvider generators.
+	SCMProviders SCMProvider
 	// GoTemplate selects nested parameter maps (goTemplate: true) instead of flat maps of
 	// strings with dotted keys (the default, fasttemplate).
 	GoTemplate bool

@@ -189,7 +189,7 @@ func TestMatrix(t *testing.T) {
 			matrix: navarchv1.MatrixGenerator{Generators: []navarchv1.NestedGenerator{
 				{List: listGen(t), Clusters: &navarchv1.ClusterGenerator{}},
 			}},
-			wantErr: "spec.generators[0].matrix.generators[0]: exactly one of list, clusters, git, pullRequest, matrix or merge must be set (found list, clusters)",
+			wantErr: "spec.generators[0].matrix.generators[0]: exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set (found list, clusters)",
 		},
 		{
 			name: "a rendered path with .. is rejected",

@@ -21,9 +21,40 @@ import (
 const DefaultPullRequestRequeueAfter = 30 * time.Minute
 
 // PullRequestLister lists the open pull requests a pullRequest generator selects. It may
-// filter by spec.github.labels itself; the generator filters again either way.
+// filter by spec.github.labels itself; the generator filters again either way. A repository
+// that does not exist (or that the credentials cannot see) is an error wrapping
+// ErrRepositoryNotFound.
 type PullRequestLister interface {
 	ListPullRequests(ctx context.Context, spec *navarchv1.PullRequestGenerator) ([]PullRequest, error)
+}
+
+// ErrRepositoryNotFound is wrapped by listers when the repository or organisation does not
+// exist; a pullRequest generator with continueOnRepoNotFoundError then generates nothing.
+var ErrRepositoryNotFound = errors.New("repository not found")
+
+// ParamPullRequest is a parameter every pullRequest parameter set carries besides Argo CD's:
+// "<owner>/<repo>#<number>@<head sha>". The ApplicationSet controller copies it to the
+// generated Application's AnnotationPullRequest, which is how a preview's commit status finds
+// its pull request. Templates may ignore it.
+const ParamPullRequest = "navarch.io/pull-request"
+
+// PullRequestRef formats the value of ParamPullRequest.
+func PullRequestRef(owner, repo string, number int, sha string) string {
+	return fmt.Sprintf("%s/%s#%d@%s", owner, repo, number, sha)
+}
+
+// ParsePullRequestRef parses a value of ParamPullRequest.
+func ParsePullRequestRef(ref string) (owner, repo string, number int, sha string, err error) {
+	fullName, rest, ok1 := strings.Cut(ref, "#")
+	num, sha, ok2 := strings.Cut(rest, "@")
+	owner, repo, ok3 := strings.Cut(fullName, "/")
+	if !ok1 || !ok2 || !ok3 || owner == "" || repo == "" || sha == "" {
+		return "", "", 0, "", fmt.Errorf("%q is not <owner>/<repo>#<number>@<sha>", ref)
+	}
+	if number, err = strconv.Atoi(num); err != nil || number < 1 {
+		return "", "", 0, "", fmt.Errorf("%q is not <owner>/<repo>#<number>@<sha>", ref)
+	}
+	return owner, repo, number, sha, nil
 }
 
 // PullRequest is one open pull request.
@@ -48,8 +79,9 @@ type PullRequest struct {
 // carries every label of spec.github.labels and matches any of `filters` (all filters when
 // empty). It emits "number", "title", "branch", "branch_slug", "target_branch",
 // "target_branch_slug", "head_sha", "head_short_sha" (8 characters), "head_short_sha_7",
-// "author", and in goTemplate mode "labels" ([]string), as Argo CD does. Slugs are DNS-safe and
-// at most 50 characters, leaving room for a prefix or suffix in an Application name.
+// "author", and in goTemplate mode "labels" ([]string), as Argo CD does, then its templated
+// "values.<k>", and ParamPullRequest. Slugs are DNS-safe and at most 50 characters, leaving
+// room for a prefix or suffix in an Application name.
 type PullRequests struct {
 	// Spec is the generator's spec.
 	Spec *navarchv1.PullRequestGenerator
@@ -131,16 +163,25 @@ func (g PullRequests) Params(ctx context.Context, in Inputs) ([]map[string]any, 
 	if in.PullRequests == nil {
 		return nil, fmt.Errorf("%s: %w", g.Field, ErrNoPullRequestLister)
 	}
+	gh := g.Spec.Github
 	prs, err := in.PullRequests.ListPullRequests(ctx, g.Spec)
+	if errors.Is(err, ErrRepositoryNotFound) && g.Spec.ContinueOnRepoNotFoundError {
+		return []map[string]any{}, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: list pull requests of %s/%s: %w", g.Field, g.Spec.Github.Owner, g.Spec.Github.Repo, err)
+		return nil, fmt.Errorf("%s: list pull requests of %s/%s: %w", g.Field, gh.Owner, gh.Repo, err)
 	}
 	out := make([]map[string]any, 0, len(prs))
 	for _, pr := range prs {
-		if !hasAllLabels(pr.Labels, g.Spec.Github.Labels) || !matchesAnyFilter(pr, filters) {
+		if !hasAllLabels(pr.Labels, gh.Labels) || !matchesAnyFilter(pr, filters) {
 			continue
 		}
-		out = append(out, pullRequestParams(pr, in.GoTemplate))
+		params := pullRequestParams(pr, in.GoTemplate)
+		if err := appendValues(in, g.Field, fmt.Sprintf("pull request #%d", pr.Number), g.Spec.Values, params); err != nil {
+			return nil, err
+		}
+		params[ParamPullRequest] = PullRequestRef(gh.Owner, gh.Repo, pr.Number, pr.HeadSHA)
+		out = append(out, params)
 	}
 	return out, nil
 }

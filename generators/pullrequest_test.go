@@ -2,6 +2,7 @@ package generators
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestPullRequests(t *testing.T) {
 				"number": "12", "title": "Add login", "branch": "feature/Add_Login&Stuff", "branch_slug": "feature-add-loginandstuff",
 				"target_branch": "main", "target_branch_slug": "main", "head_sha": "0123456789abcdef",
 				"head_short_sha": "01234567", "head_short_sha_7": "0123456", "author": "ana",
+				ParamPullRequest: "org/app#12@0123456789abcdef",
 			}},
 		},
 		{
@@ -47,6 +49,7 @@ func TestPullRequests(t *testing.T) {
 				"number": "13", "title": "WIP: refactor", "branch": "refactor", "branch_slug": "refactor",
 				"target_branch": "release/1.2", "target_branch_slug": "release-1-2", "head_sha": "abc",
 				"head_short_sha": "abc", "head_short_sha_7": "abc", "author": "bo", "labels": []string{"preview"},
+				ParamPullRequest: "org/app#13@abc",
 			}},
 		},
 		{
@@ -60,6 +63,7 @@ func TestPullRequests(t *testing.T) {
 				"number": "14", "title": "Docs", "branch": "docs", "branch_slug": "docs",
 				"target_branch": "main", "target_branch_slug": "main", "head_sha": "fedcba9876543210",
 				"head_short_sha": "fedcba98", "head_short_sha_7": "fedcba9", "author": "cy",
+				ParamPullRequest: "org/app#14@fedcba9876543210",
 			}},
 		},
 		{
@@ -80,6 +84,38 @@ func TestPullRequests(t *testing.T) {
 			wantErr: "spec.generators[0].pullRequest.filters[1].titleMatch: error parsing regexp",
 		},
 		{
+			name:   "values see the pull request's parameters",
+			lister: prs,
+			spec: navarchv1.PullRequestGenerator{Github: gh("preview", "team-a"), Values: map[string]string{
+				"host": "pr-{{number}}.preview.example.com", "tier": "preview",
+			}},
+			want: []map[string]any{{
+				"number": "12", "title": "Add login", "branch": "feature/Add_Login&Stuff", "branch_slug": "feature-add-loginandstuff",
+				"target_branch": "main", "target_branch_slug": "main", "head_sha": "0123456789abcdef",
+				"head_short_sha": "01234567", "head_short_sha_7": "0123456", "author": "ana",
+				"values.host": "pr-12.preview.example.com", "values.tier": "preview",
+				ParamPullRequest: "org/app#12@0123456789abcdef",
+			}},
+		},
+		{
+			name:   "continueOnRepoNotFoundError: a missing repository generates nothing",
+			lister: prList{err: fmt.Errorf("GET /repos/org/app/pulls: 404: %w", ErrRepositoryNotFound)},
+			spec:   navarchv1.PullRequestGenerator{Github: gh(), ContinueOnRepoNotFoundError: true},
+			want:   []map[string]any{},
+		},
+		{
+			name:    "without continueOnRepoNotFoundError a missing repository is an error",
+			lister:  prList{err: fmt.Errorf("GET /repos/org/app/pulls: 404: %w", ErrRepositoryNotFound)},
+			spec:    navarchv1.PullRequestGenerator{Github: gh()},
+			wantErr: "list pull requests of org/app: GET /repos/org/app/pulls: 404: repository not found",
+		},
+		{
+			name:    "continueOnRepoNotFoundError does not hide other errors",
+			lister:  prList{err: errors.New("500 Internal Server Error")},
+			spec:    navarchv1.PullRequestGenerator{Github: gh(), ContinueOnRepoNotFoundError: true},
+			wantErr: "500 Internal Server Error",
+		},
+		{
 			name:    "github missing",
 			lister:  prs,
 			wantErr: "spec.generators[0].pullRequest.github: must be set",
@@ -98,6 +134,19 @@ func TestPullRequests(t *testing.T) {
 	_, err := generate(t, false, Inputs{}, navarchv1.ApplicationSetGenerator{PullRequest: &navarchv1.PullRequestGenerator{Github: gh()}})
 	if !errors.Is(err, ErrNoPullRequestLister) {
 		t.Errorf("error %v is not ErrNoPullRequestLister", err)
+	}
+}
+
+func TestPullRequestRefRoundTrips(t *testing.T) {
+	ref := PullRequestRef("org", "app", 12, "0123abc")
+	owner, repo, number, sha, err := ParsePullRequestRef(ref)
+	if err != nil || owner != "org" || repo != "app" || number != 12 || sha != "0123abc" {
+		t.Errorf("ParsePullRequestRef(%q) = %q, %q, %d, %q, %v", ref, owner, repo, number, sha, err)
+	}
+	for _, bad := range []string{"", "org/app", "org/app#12", "org#12@abc", "org/app#x@abc", "org/app#0@abc", "/app#1@abc", "org/app#1@"} {
+		if _, _, _, _, err := ParsePullRequestRef(bad); err == nil {
+			t.Errorf("ParsePullRequestRef(%q) succeeded", bad)
+		}
 	}
 }
 

@@ -137,7 +137,7 @@ type GeneratorTemplate struct {
 
 // ApplicationSetGenerator is one generator. Exactly one generator kind must be set.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, matrix or merge must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set"
 type ApplicationSetGenerator struct {
 	// list generates one parameter set per element.
 	// +optional
@@ -151,6 +151,9 @@ type ApplicationSetGenerator struct {
 	// pullRequest generates one parameter set per open pull request.
 	// +optional
 	PullRequest *PullRequestGenerator `json:"pullRequest,omitempty"`
+	// scmProvider generates one parameter set per repository (or branch) of an organisation.
+	// +optional
+	SCMProvider *SCMProviderGenerator `json:"scmProvider,omitempty"`
 	// matrix combines its children's parameter sets as a Cartesian product.
 	// +optional
 	Matrix *MatrixGenerator `json:"matrix,omitempty"`
@@ -166,7 +169,7 @@ type ApplicationSetGenerator struct {
 // kept as raw JSON (a CRD schema cannot be recursive) and decoded and validated by the
 // controller as a MatrixGenerator or MergeGenerator, so nesting depth is unlimited.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, matrix or merge must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set"
 type NestedGenerator struct {
 	// list generates one parameter set per element.
 	// +optional
@@ -180,6 +183,9 @@ type NestedGenerator struct {
 	// pullRequest generates one parameter set per open pull request.
 	// +optional
 	PullRequest *PullRequestGenerator `json:"pullRequest,omitempty"`
+	// scmProvider generates one parameter set per repository (or branch) of an organisation.
+	// +optional
+	SCMProvider *SCMProviderGenerator `json:"scmProvider,omitempty"`
 	// matrix is a nested matrix generator (same fields as a top-level one).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -292,6 +298,14 @@ type PullRequestGenerator struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+	// values are extra parameters, available as values.<key>; they may use the pull
+	// request's parameters.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+	// continueOnRepoNotFoundError generates no parameter sets, instead of failing, when the
+	// repository does not exist (or the credentials cannot see it).
+	// +optional
+	ContinueOnRepoNotFoundError bool `json:"continueOnRepoNotFoundError,omitempty"`
 	// template overrides parts of the ApplicationSet's template for this generator.
 	// +optional
 	Template *GeneratorTemplate `json:"template,omitempty"`
@@ -310,13 +324,113 @@ type PullRequestGeneratorGithub struct {
 	// api is the GitHub Enterprise API base URL; empty means github.com.
 	// +optional
 	API string `json:"api,omitempty"`
-	// tokenRef is a Secret key holding an API token.
+	// tokenRef is a key of a Secret in the ApplicationSet's namespace holding an API token.
 	// +optional
 	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+	// appSecretName is a Secret in the ApplicationSet's namespace holding GitHub App
+	// credentials: githubAppID, githubAppInstallationID and githubAppPrivateKey (PEM).
+	// +optional
+	AppSecretName string `json:"appSecretName,omitempty"`
 	// labels keep only pull requests carrying all of these labels.
 	// +optional
 	// +listType=atomic
 	Labels []string `json:"labels,omitempty"`
+	// commitStatus, when set, reports each preview Application's state as a commit status
+	// on its pull request's head commit: pending while it syncs, success once Synced and
+	// Healthy, failure when Degraded or its sync failed.
+	// +optional
+	CommitStatus *CommitStatus `json:"commitStatus,omitempty"`
+}
+
+// AnnotationPullRequest is set on each Application a pullRequest generator produced:
+// "<owner>/<repo>#<number>@<head sha>". The commit status of a preview is written for it.
+const AnnotationPullRequest = "navarch.io/pull-request"
+
+// CommitStatus configures the commit statuses navarch writes on pull requests.
+type CommitStatus struct {
+	// context prefixes the status's name on GitHub, which is "<context>/<Application name>"
+	// so that each preview of one pull request (e.g. one per cluster) has its own status.
+	// Default "navarch".
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Context string `json:"context,omitempty"`
+	// targetURL is the link shown with the status, e.g. the preview's address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	TargetURL string `json:"targetURL,omitempty"`
+}
+
+// SCMProviderGenerator generates one parameter set per repository of an organisation (per
+// branch with allBranches).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.github)",message="github must be set (the only supported provider)"
+type SCMProviderGenerator struct {
+	// github reads the repositories of a GitHub or GitHub Enterprise organisation.
+	// +optional
+	Github *SCMProviderGeneratorGithub `json:"github,omitempty"`
+	// filters keep repositories matching any of them (all conditions of one filter must
+	// hold); empty keeps all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Filters []SCMProviderGeneratorFilter `json:"filters,omitempty"`
+	// cloneProtocol selects the url parameter: ssh (default) or https.
+	// +optional
+	// +kubebuilder:validation:Enum=ssh;https
+	CloneProtocol string `json:"cloneProtocol,omitempty"`
+	// requeueAfterSeconds is how often repositories are listed again; default 1800.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+	// values are extra parameters, available as values.<key>.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// SCMProviderGeneratorGithub selects the repositories of a GitHub organisation.
+type SCMProviderGeneratorGithub struct {
+	// organization is the GitHub organisation (or user) whose repositories are listed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Organization string `json:"organization"`
+	// api is the GitHub Enterprise API base URL; empty means github.com.
+	// +optional
+	API string `json:"api,omitempty"`
+	// tokenRef is a key of a Secret in the ApplicationSet's namespace holding an API token.
+	// +optional
+	TokenRef *SecretKeyRef `json:"tokenRef,omitempty"`
+	// appSecretName is a Secret in the ApplicationSet's namespace holding GitHub App
+	// credentials (githubAppID, githubAppInstallationID, githubAppPrivateKey).
+	// +optional
+	AppSecretName string `json:"appSecretName,omitempty"`
+	// allBranches generates one parameter set per branch instead of per repository (its
+	// default branch).
+	// +optional
+	AllBranches bool `json:"allBranches,omitempty"`
+}
+
+// SCMProviderGeneratorFilter keeps repositories on which all of its set conditions hold.
+type SCMProviderGeneratorFilter struct {
+	// repositoryMatch is a regular expression on the repository name.
+	// +optional
+	RepositoryMatch *string `json:"repositoryMatch,omitempty"`
+	// pathsExist are paths that must all exist in the branch.
+	// +optional
+	// +listType=atomic
+	PathsExist []string `json:"pathsExist,omitempty"`
+	// pathsDoNotExist are paths none of which may exist in the branch.
+	// +optional
+	// +listType=atomic
+	PathsDoNotExist []string `json:"pathsDoNotExist,omitempty"`
+	// labelMatch is a regular expression that at least one repository topic must match.
+	// +optional
+	LabelMatch *string `json:"labelMatch,omitempty"`
+	// branchMatch is a regular expression on the branch name.
+	// +optional
+	BranchMatch *string `json:"branchMatch,omitempty"`
 }
 
 // PullRequestGeneratorFilter keeps pull requests whose fields match regular expressions.

@@ -114,7 +114,7 @@ func Expand(ctx context.Context, set *navarchv1.ApplicationSet, in generators.In
 			if err != nil {
 				return nil, templates.WithParamSet(err, i, r.Generator)
 			}
-			finish(app, set)
+			finish(app, set, params)
 			if err := checkName(app.Name); err != nil {
 				out.Problems = append(out.Problems, Problem{Name: app.Name,
 					Err: fmt.Errorf("spec.template.metadata.name: %w (parameter set %d of generator %d)", err, i, r.Generator)})
@@ -132,13 +132,20 @@ func Expand(ctx context.Context, set *navarchv1.ApplicationSet, in generators.In
 	return out, nil
 }
 
-// finish places a rendered Application in its ApplicationSet's namespace and labels it.
-func finish(app *navarchv1.Application, set *navarchv1.ApplicationSet) {
+// finish places a rendered Application in its ApplicationSet's namespace, labels it, and
+// records the pull request it previews.
+func finish(app *navarchv1.Application, set *navarchv1.ApplicationSet, params map[string]any) {
 	app.Namespace = set.Namespace
 	if app.Labels == nil {
 		app.Labels = map[string]string{}
 	}
 	app.Labels[navarchv1.LabelApplicationSet] = set.Name
+	if ref, ok := params[generators.ParamPullRequest].(string); ok {
+		if app.Annotations == nil {
+			app.Annotations = map[string]string{}
+		}
+		app.Annotations[navarchv1.AnnotationPullRequest] = ref
+	}
 }
 
 func checkName(name string) error {

@@ -101,7 +101,7 @@ metadata: {name: s}
 spec:
   preservedFields: {annotations: [a]}
   generators:
-  - scmProvider: {github: {organization: org}}
+  - scmProvider: {gitlab: {group: org}}
   - matrix:
       generators:
       - pullRequest: {gitlab: {project: "1"}}
@@ -116,7 +116,7 @@ spec:
       destination: {name: x}
       syncPolicy: {managedNamespaceMetadata: {labels: {a: b}}}`,
 			fields: []string{
-				"spec.generators[0].scmProvider",
+				"spec.generators[0].scmProvider.gitlab",
 				"spec.generators[1].matrix.generators[0].pullRequest.gitlab",
 				"spec.generators[1].matrix.generators[1].matrix.generators[0].clusters.flatList",
 				"spec.generators[1].matrix.generators[1].matrix.generators[1].list.unknownKnob",
@@ -182,5 +182,44 @@ func TestWrongKindOrVersion(t *testing.T) {
 	}
 	if _, _, err := ApplicationSet(decode(t, "apiVersion: navarch.io/v1alpha1\nkind: Application\n")); err == nil || !strings.Contains(err.Error(), "kind") {
 		t.Errorf("wrong kind: %v", err)
+	}
+}
+
+// The pull-request and SCM provider generators' own fields are fields, not providers.
+func TestGitHubGeneratorsConvert(t *testing.T) {
+	set, _, err := ApplicationSet(decode(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: previews, namespace: argocd}
+spec:
+  generators:
+  - pullRequest:
+      github: {owner: org, repo: app, tokenRef: {secretName: gh, key: token}, appSecretName: app-creds, labels: [preview]}
+      filters: [{branchMatch: "^feat"}]
+      values: {host: 'pr-{{number}}.example.com'}
+      continueOnRepoNotFoundError: true
+      requeueAfterSeconds: 60
+  - scmProvider:
+      cloneProtocol: https
+      github: {organization: org, allBranches: true, api: https://ghe.example.com/api/v3/}
+      filters: [{repositoryMatch: "^svc-", pathsExist: [deploy], labelMatch: deploy}]
+      values: {team: platform}
+  template:
+    metadata: {name: 'x-{{number}}'}
+    spec:
+      project: default
+      source: {repoURL: https://github.com/org/app.git, targetRevision: '{{head_sha}}', path: deploy}
+      destination: {server: https://kubernetes.default.svc, namespace: 'pr-{{number}}'}
+`))
+	if err != nil {
+		t.Fatalf("does not convert: %v", err)
+	}
+	pr := set.Spec.Generators[0].PullRequest
+	if pr == nil || !pr.ContinueOnRepoNotFoundError || pr.Values["host"] != "pr-{{number}}.example.com" || pr.Github.AppSecretName != "app-creds" {
+		t.Errorf("pullRequest generator not carried over: %+v", pr)
+	}
+	scm := set.Spec.Generators[1].SCMProvider
+	if scm == nil || scm.CloneProtocol != "https" || !scm.Github.AllBranches || scm.Filters[0].PathsExist[0] != "deploy" || scm.Values["team"] != "platform" {
+		t.Errorf("scmProvider generator not carried over: %+v", scm)
 	}
 }

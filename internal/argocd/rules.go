@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -59,15 +60,24 @@ func argoRule(field, key string, val any) rule {
 		return rule{action: unsupported, message: "not supported; list the fields in spec.ignoreApplicationDifferences instead"}
 	case key == "flatList" && strings.HasSuffix(parent, "clusters"):
 		return rule{action: unsupported, message: "flatList is not supported"}
-	case isGeneratorEntry(parent) && (key == "scmProvider" || key == "clusterDecisionResource" || key == "plugin"):
+	case isGeneratorEntry(parent) && (key == "clusterDecisionResource" || key == "plugin"):
 		return rule{action: unsupported, message: "the " + key + " generator is not supported"}
-	case strings.HasSuffix(parent, "pullRequest") && key != "github" && key != "filters" && key != "requeueAfterSeconds" && key != "template":
+	case strings.HasSuffix(parent, "pullRequest") && !slices.Contains(pullRequestFields, key):
 		return rule{action: unsupported, message: "the " + key + " pull-request provider is not supported; only github is"}
+	case strings.HasSuffix(parent, "scmProvider") && !slices.Contains(scmProviderFields, key):
+		return rule{action: unsupported, message: "the " + key + " SCM provider is not supported; only github is"}
 	case key == "finalizers" && strings.HasSuffix(parent, "template.metadata"):
 		return rule{action: rewrite, message: argoFinalizer + " becomes " + navarchv1.FinalizerResources, rewrite: rewriteFinalizers}
 	}
 	return rule{action: keep}
 }
+
+// pullRequestFields and scmProviderFields are the fields of those generators that are not a
+// provider: any other key names a provider (gitlab, bitbucket, ...).
+var (
+	pullRequestFields = []string{"github", "filters", "requeueAfterSeconds", "template", "values", "continueOnRepoNotFoundError"}
+	scmProviderFields = []string{"github", "filters", "cloneProtocol", "requeueAfterSeconds", "template", "values"}
+)
 
 // isGeneratorEntry reports whether path (indices generalised) is a generator list entry.
 func isGeneratorEntry(path string) bool { return strings.HasSuffix(path, "generators[]") }
