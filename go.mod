@@ -5,7 +5,10 @@ go 1.26.0
 require (
 	dario.cat/mergo v1.0.1
 	github.com/Masterminds/sprig/v3 v3.3.0
+	github.com/bradleyfalzon/ghinstallation/v2 v2.9.0
 	github.com/go-logr/logr v1.4.4
+	github.com/golang-jwt/jwt/v4 v4.5.2
+	github.com/google/go-github/v57 v57.0.0
 	github.com/itchyny/gojq v0.12.20
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2
@@ -62,6 +65,7 @@ require (
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
+	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect

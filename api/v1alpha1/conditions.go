@@ -21,6 +21,9 @@ const (
 	ApplicationSetResourcesUpToDate = "ResourcesUpToDate"
 	// ApplicationSetRolloutProgressing is True while a progressive rollout is under way.
 	ApplicationSetRolloutProgressing = "RolloutProgressing"
+	// ApplicationSetRateLimited is True while a GitHub credential of its generators is low on
+	// its rate limit (polling waits for the reset) or GitHub asked to wait.
+	ApplicationSetRateLimited = "RateLimited"
 )
 
 // ApplicationSet condition reasons.
@@ -31,6 +34,8 @@ const (
 	ReasonApplicationError       = "ApplicationError"
 	ReasonParametersGenerated    = "ParametersGenerated"
 	ReasonApplicationSetUpToDate = "ApplicationSetUpToDate"
+	ReasonRateLimitLow           = "RateLimitLow"
+	ReasonRateLimitOK            = "RateLimitOK"
 )
 
 // Application condition types.

@@ -26,6 +26,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/generators"
 	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/internal/scm"
 	"github.com/navarch-io/navarch/templates"
 )
 
@@ -60,6 +61,11 @@ type ApplicationSetReconciler struct {
 	MaxParamSets int
 	// ErrorRequeue is how soon a failed pass is retried.
 	ErrorRequeue time.Duration
+	// GitHub serves pullRequest and scmProvider generators and writes commit statuses;
+	// without it those generators fail with an error naming their field.
+	GitHub *scm.GitHub
+
+	commitStatuses commitStatuses
 
 	// written remembers each ApplicationSet as this controller's last write left it.
 	written ownWrites[*navarchv1.ApplicationSet]
@@ -87,11 +93,18 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	before := set.Status.DeepCopy()
-	exp, genErr := appset.Expand(ctx, set, generators.Inputs{
+	in := generators.Inputs{
 		Git:          r.Git,
 		Clusters:     clusterLister{r.Client},
 		MaxParamSets: r.MaxParamSets,
-	})
+	}
+	var github *scm.Providers
+	if r.GitHub != nil {
+		github = r.GitHub.For(set.Namespace)
+		in.PullRequests, in.SCMProviders = github, github
+	}
+	exp, genErr := appset.Expand(ctx, set, in)
+	requeue := r.rateLimits(set, github, genErr)
 	if genErr != nil {
 		reason := navarchv1.ReasonGeneratorError
 		var fe *templates.FieldError
@@ -103,7 +116,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, reason, genErr.Error())
 		setCondition(set, navarchv1.ApplicationSetParametersGenerated, false, reason, genErr.Error())
 		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, reason, "generation failed; Applications left as they were")
-		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, r.patchStatus(ctx, set, before)
+		return ctrl.Result{RequeueAfter: max(r.ErrorRequeue, requeue)}, r.patchStatus(ctx, set, before)
 	}
 	setCondition(set, navarchv1.ApplicationSetParametersGenerated, true, navarchv1.ReasonParametersGenerated,
 		fmt.Sprintf("%d Applications generated", len(exp.Applications)))
@@ -114,6 +127,9 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	p := r.plan(set, exp, existing)
 	done := r.execute(ctx, p)
+	for _, app := range p.delete {
+		r.commitStatuses.written.Delete(app.UID)
+	}
 	writeErrs := done.errs
 	for name, err := range p.errs {
 		writeErrs[name] = err
@@ -137,11 +153,34 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.patchStatus(ctx, set, before); err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(writeErrs) > 0 {
+	statusFailed := r.reportCommitStatuses(ctx, set, github, existing)
+	if len(writeErrs) > 0 || statusFailed {
 		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
 	}
 	outcome = "success"
-	return ctrl.Result{RequeueAfter: exp.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: max(exp.RequeueAfter, requeue)}, nil
+}
+
+// rateLimits sets the RateLimited condition from what GitHub reported during the pass, and
+// returns how long the next pass should wait for GitHub: until a low or exhausted rate limit
+// resets, or a secondary limit's Retry-After passes.
+func (r *ApplicationSetReconciler) rateLimits(set *navarchv1.ApplicationSet, github *scm.Providers, genErr error) time.Duration {
+	if github == nil {
+		return 0
+	}
+	until, message := github.Throttle()
+	var limited *scm.RateLimitedError
+	if errors.As(genErr, &limited) {
+		until, message = limited.Until, limited.Error()
+	}
+	if message == "" {
+		if meta.FindStatusCondition(set.Status.Conditions, navarchv1.ApplicationSetRateLimited) != nil {
+			setCondition(set, navarchv1.ApplicationSetRateLimited, false, navarchv1.ReasonRateLimitOK, "GitHub's rate limits leave room")
+		}
+		return 0
+	}
+	setCondition(set, navarchv1.ApplicationSetRateLimited, true, navarchv1.ReasonRateLimitLow, message)
+	return time.Until(until) + time.Second
 }
 
 // plan is what one pass will write.

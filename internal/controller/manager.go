@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 	"github.com/navarch-io/navarch/internal/credentials"
 	"github.com/navarch-io/navarch/internal/gitrepo"
 	"github.com/navarch-io/navarch/internal/scheme"
+	"github.com/navarch-io/navarch/internal/scm"
 )
 
 // Options configure the controller manager. The zero value of each field has a sensible
@@ -219,9 +221,14 @@ func Run(ctx context.Context, opts Options) error {
 	if !enabled("applicationset") {
 		return mgr.Start(ctx)
 	}
+	apiReader := mgr.GetAPIReader()
 	if err := (&ApplicationSetReconciler{
-		Client:           mgr.GetClient(),
-		Git:              appset.GitReader(reader, creds.Lookup),
+		Client: mgr.GetClient(),
+		Git:    appset.GitReader(reader, creds.Lookup),
+		GitHub: scm.New(scm.Options{Secrets: func(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+			secret := &corev1.Secret{}
+			return secret, apiReader.Get(ctx, key, secret)
+		}}),
 		WriteConcurrency: opts.WriteConcurrency,
 		MaxParamSets:     opts.MaxParamSets,
 		ErrorRequeue:     opts.ErrorRequeue,
@@ -232,6 +239,9 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // +kubebuilder:rbac:groups="",namespace=navarch-system,resources=secrets,verbs=get;list;watch
+// The GitHub credentials of pullRequest and scmProvider generators (tokenRef, appSecretName)
+// are Secrets in each ApplicationSet's own namespace, read one by one, never listed.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // credentialStore returns the repository credential lookup, reading through a cache of only
 // the labelled Secrets of the system namespace, which the manager starts and stops.

@@ -54,7 +54,8 @@ type errMissingDependency string
 func (e errMissingDependency) Error() string { return string(e) }
 
 // applicationChanged passes the Application events an ApplicationSet cares about: its spec or
-// metadata edited (to revert it), deletion, and sync or health changes (for its status).
+// metadata edited (to revert it), deletion, and sync, health or operation changes (for its
+// status and the commit statuses of previews).
 func applicationChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -64,7 +65,9 @@ func applicationChanged() predicate.Predicate {
 				!mapsEqual(o.Annotations, n.Annotations) ||
 				!n.DeletionTimestamp.IsZero() ||
 				o.Status.Sync.Status != n.Status.Sync.Status ||
-				o.Status.Health.Status != n.Status.Health.Status
+				o.Status.Sync.Revision != n.Status.Sync.Revision ||
+				o.Status.Health.Status != n.Status.Health.Status ||
+				operationPhase(o) != operationPhase(n)
 		},
 	}
 }
@@ -173,4 +176,11 @@ func rawOf(j *apiextensionsv1.JSON) []byte {
 		return nil
 	}
 	return j.Raw
+}
+
+func operationPhase(app *navarchv1.Application) navarchv1.OperationPhase {
+	if app.Status.OperationState == nil {
+		return ""
+	}
+	return app.Status.OperationState.Phase
 }
