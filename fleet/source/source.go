@@ -57,6 +57,9 @@ type resolveKey struct{ url, revision string }
 type resolution struct {
 	commit string
 	at     time.Time
+	// forgotten marks a resolution dropped by Forget at time at: it answers no Fetch, and
+	// a lookup that began before it is not remembered.
+	forgotten bool
 }
 
 // Manifests are the rendered objects of a source at a commit.
@@ -133,7 +136,7 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 	f.mu.Lock()
 	r, ok := f.resolved[key]
 	f.mu.Unlock()
-	if ok && !refresh && now.Sub(r.at) < f.pollInterval {
+	if ok && !r.forgotten && !refresh && now.Sub(r.at) < f.pollInterval {
 		return r.commit, f.pollInterval - now.Sub(r.at), nil
 	}
 	// Every Application of a repository asks at about the same time: one lookup answers all.
@@ -143,7 +146,9 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 			return "", err
 		}
 		f.mu.Lock()
-		f.resolved[key] = resolution{commit: commit, at: now}
+		if cur, ok := f.resolved[key]; !ok || !cur.at.After(now) {
+			f.resolved[key] = resolution{commit: commit, at: now}
+		}
 		f.mu.Unlock()
 		return commit, nil
 	})
@@ -151,6 +156,17 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 		return "", 0, err
 	}
 	return v.(string), f.pollInterval, nil
+}
+
+// Forget drops what the Fetcher remembers of revision in the repository at repoURL (both as
+// an Application's source names them), because the revision is known to have moved: a
+// webhook reported a push. The next Fetch asks Git again; a lookup already under way, which
+// may have seen the old commit, is neither joined by later Fetches nor remembered.
+func (f *Fetcher) Forget(repoURL, revision string) {
+	f.mu.Lock()
+	f.resolved[resolveKey{repoURL, revision}] = resolution{at: f.now(), forgotten: true}
+	f.mu.Unlock()
+	f.lookups.Forget(repoURL + "\x00" + revision)
 }
 
 // renderKey identifies a rendering: the commit and every source option that affects it.
