@@ -483,6 +483,15 @@ type ApplicationStatus struct {
 	// +listType=atomic
 	Resources []ResourceStatus `json:"resources,omitempty"`
 
+	// createdNamespace is the destination namespace that navarch created for this
+	// Application (sync option CreateNamespace=true), marked with the annotation
+	// navarch.io/created-by. Deleting the Application with the resources finalizer deletes
+	// it last, if it still carries that annotation naming this Application. Empty when
+	// navarch created none, or when the source holds the Namespace itself.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	CreatedNamespace string `json:"createdNamespace,omitempty"`
+
 	// operationState is the progress of the current or last sync operation.
 	// +optional
 	OperationState *OperationState `json:"operationState,omitempty"`

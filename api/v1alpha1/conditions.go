@@ -111,6 +111,12 @@ const (
 	AnnotationTrackingID       = "navarch.io/tracking-id"
 	AnnotationRefresh          = "navarch.io/refresh"
 
+	// AnnotationCreatedBy marks a Namespace that navarch created for an Application
+	// (CreateNamespace=true) with `<app namespace>/<app name>`; the Application's
+	// status.createdNamespace records it too. Deleting the Application deletes the Namespace
+	// only while both say so.
+	AnnotationCreatedBy = "navarch.io/created-by"
+
 	ArgoAnnotationSyncWave         = "argocd.argoproj.io/sync-wave"
 	ArgoAnnotationHook             = "argocd.argoproj.io/hook"
 	ArgoAnnotationHookDeletePolicy = "argocd.argoproj.io/hook-delete-policy"
