@@ -33,3 +33,33 @@ func TestDeleteResourcesDoesNotWaitForALaggingWatch(t *testing.T) {
 		t.Errorf("second pass: %d remaining (%v), want 0: the server has neither", remaining, err)
 	}
 }
+
+// A namespace that existed before the sync is neither marked nor recorded, so deleting the
+// Application leaves it.
+func TestCreateNamespaceLeavesAnExistingNamespaceUnmarked(t *testing.T) {
+	h := newHarness(t, configMapManifest)
+	h.app.Spec.SyncPolicy.SyncOptions = []navarchv1.SyncOption{"CreateNamespace=true"}
+	h.start(navarchv1.SyncOperation{})
+	if out := h.pass(false); out.kind != kindEnded {
+		t.Fatalf("sync: %s", out)
+	}
+	if a := h.cluster.object("Namespace", "", "shop").GetAnnotations(); a[navarchv1.AnnotationCreatedBy] != "" || h.app.Status.CreatedNamespace != "" {
+		t.Errorf("existing namespace annotated %v, status.createdNamespace %q; want neither", a, h.app.Status.CreatedNamespace)
+	}
+}
+
+// A Namespace in the source is created by CreateNamespace if its objects need it first, but it
+// is the source's: tracked, never marked as created.
+func TestCreateNamespaceLeavesANamespaceOfTheSourceToTheSource(t *testing.T) {
+	h := newHarness(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}", configMapManifest)
+	delete(h.cluster.objects, objectKey(h.cluster.served[namespaceKind.GroupKind()].Resource.GroupResource(), "", "shop"))
+	h.app.Spec.SyncPolicy.SyncOptions = []navarchv1.SyncOption{"CreateNamespace=true"}
+	h.start(navarchv1.SyncOperation{})
+	if out := h.pass(false); out.kind != kindEnded || h.state().Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("sync: %s: %s", out, h.state().Message)
+	}
+	a := h.cluster.object("Namespace", "", "shop").GetAnnotations()
+	if a[navarchv1.AnnotationCreatedBy] != "" || a[navarchv1.AnnotationTrackingID] == "" || h.app.Status.CreatedNamespace != "" {
+		t.Errorf("namespace annotated %v, status.createdNamespace %q; want tracked, not marked or recorded", a, h.app.Status.CreatedNamespace)
+	}
+}

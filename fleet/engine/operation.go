@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -221,20 +222,28 @@ func (op *operation) runSyncFail(ctx context.Context) (outcome, error) {
 }
 
 // createNamespace creates the destination namespace with CreateNamespace=true, before the
-// validation, so that the objects in it can be dry-run like the others.
+// validation, so that the objects in it can be dry-run like the others. A namespace it creates
+// is marked as this Application's and recorded in status.createdNamespace, so that deleting
+// the Application deletes it too; one the source holds is left to the source, which tracks it.
 func (op *operation) createNamespace(ctx context.Context) (outcome, error) {
 	if !op.opts.on("CreateNamespace") || op.state.Operation.Sync.DryRun {
 		return proceed(), nil
 	}
 	ns := op.app.Spec.Destination.Namespace
 	needed := len(op.apply) == 0 // nothing compared tells whether it exists
+	inSource := false
 	for _, r := range op.apply {
 		needed = needed || (r.missingNamespace && r.ref.Namespace == ns)
+		inSource = inSource || (r.ref.Group == "" && r.ref.Kind == "Namespace" && r.ref.Name == ns)
 	}
 	if !needed {
 		return proceed(), nil
 	}
-	created, err := op.e.createNamespace(ctx, op.remote, ns)
+	createdBy := ""
+	if !inSource {
+		createdBy = types.NamespacedName{Namespace: op.app.Namespace, Name: op.app.Name}.String()
+	}
+	created, err := op.e.createNamespace(ctx, op.remote, ns, createdBy)
 	if transient(err) {
 		return outcome{}, err
 	}
@@ -242,6 +251,9 @@ func (op *operation) createNamespace(ctx context.Context) (outcome, error) {
 		return failure(err.Error()), nil
 	}
 	if created {
+		if createdBy != "" {
+			op.app.Status.CreatedNamespace = ns
+		}
 		// The objects in it could not be dry-run before it existed: dry-run them now.
 		for _, r := range op.apply {
 			if !r.missingNamespace || r.ref.Namespace != ns {
@@ -511,13 +523,18 @@ func (e *Engine) finish(app *navarchv1.Application, phase navarchv1.OperationPha
 	setReady(app)
 }
 
+// namespaceKind is the kind of the namespaces that CreateNamespace creates.
+var namespaceKind = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
 // createNamespace creates the destination namespace if it does not exist (CreateNamespace),
-// and reports whether it did.
-func (e *Engine) createNamespace(ctx context.Context, remote *cluster, name string) (bool, error) {
+// and reports whether it did. A non-empty createdBy (`<app namespace>/<app name>`) is set as
+// the namespace's AnnotationCreatedBy, in the same request: a namespace navarch created never
+// exists unmarked, and one that existed before is never marked.
+func (e *Engine) createNamespace(ctx context.Context, remote *cluster, name, createdBy string) (bool, error) {
 	if name == "" {
 		return false, nil
 	}
-	m, err := remote.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	m, err := remote.Mapping(namespaceKind)
 	if err != nil {
 		return false, err
 	}
@@ -526,6 +543,9 @@ func (e *Engine) createNamespace(ctx context.Context, remote *cluster, name stri
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
+	if createdBy != "" {
+		ns.SetAnnotations(map[string]string{navarchv1.AnnotationCreatedBy: createdBy})
+	}
 	_, err = client.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
 	switch {
 	case err == nil:
