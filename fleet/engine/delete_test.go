@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -34,6 +38,38 @@ func TestDeleteResourcesDoesNotWaitForALaggingWatch(t *testing.T) {
 	}
 }
 
+// A namespace the Application created goes last, after its other resources, and only while it
+// still carries the Application's mark.
+func TestDeleteResourcesDeletesTheCreatedNamespaceLast(t *testing.T) {
+	h := newHarness(t, configMapManifest)
+	delete(h.cluster.objects, objectKey(h.cluster.served[namespaceKind.GroupKind()].Resource.GroupResource(), "", "shop"))
+	h.app.Spec.SyncPolicy.SyncOptions = []navarchv1.SyncOption{"CreateNamespace=true"}
+	h.start(navarchv1.SyncOperation{})
+	if out := h.pass(false); out.kind != kindEnded || h.state().Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("sync: %s: %s", out, h.state().Message)
+	}
+	ns := h.cluster.object("Namespace", "", "shop")
+	if got := ns.GetAnnotations()[navarchv1.AnnotationCreatedBy]; got != "platform/shop" || h.app.Status.CreatedNamespace != "shop" {
+		t.Fatalf("namespace marked %q, status.createdNamespace %q; want platform/shop and shop", got, h.app.Status.CreatedNamespace)
+	}
+	h.compare()
+
+	ctx := context.Background()
+	for pass, want := range []struct {
+		remaining int
+		deleted   []string
+	}{
+		{1, []string{"ConfigMap config"}},                   // the namespace waits for the ConfigMap
+		{1, []string{"ConfigMap config", "Namespace shop"}}, // deleted, not seen gone yet
+		{0, []string{"ConfigMap config", "Namespace shop"}},
+	} {
+		remaining, err := h.e.deleteResources(ctx, h.app, h.remote)
+		if err != nil || remaining != want.remaining || !slices.Equal(h.cluster.deleted, want.deleted) {
+			t.Fatalf("pass %d: %d remaining (%v), deleted %v; want %d and %v", pass+1, remaining, err, h.cluster.deleted, want.remaining, want.deleted)
+		}
+	}
+}
+
 // A namespace that existed before the sync is neither marked nor recorded, so deleting the
 // Application leaves it.
 func TestCreateNamespaceLeavesAnExistingNamespaceUnmarked(t *testing.T) {
@@ -61,5 +97,49 @@ func TestCreateNamespaceLeavesANamespaceOfTheSourceToTheSource(t *testing.T) {
 	a := h.cluster.object("Namespace", "", "shop").GetAnnotations()
 	if a[navarchv1.AnnotationCreatedBy] != "" || a[navarchv1.AnnotationTrackingID] == "" || h.app.Status.CreatedNamespace != "" {
 		t.Errorf("namespace annotated %v, status.createdNamespace %q; want tracked, not marked or recorded", a, h.app.Status.CreatedNamespace)
+	}
+}
+
+func TestKeepCreatedNamespace(t *testing.T) {
+	app := types.NamespacedName{Namespace: "platform", Name: "pr-7"}
+	namespace := func(annotations map[string]string) *unstructured.Unstructured {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName("pr-7")
+		ns.SetAnnotations(annotations)
+		return ns
+	}
+	mark := map[string]string{navarchv1.AnnotationCreatedBy: "platform/pr-7"}
+	with := func(k, v string) map[string]string {
+		a := maps.Clone(mark)
+		a[k] = v
+		return a
+	}
+	tests := []struct {
+		name string
+		live *unstructured.Unstructured
+		kept map[string]bool
+		keep bool
+	}{
+		{"marked by this Application", namespace(mark), nil, false},
+		{"Delete=false of another namespace's object", namespace(mark), map[string]bool{"other": true}, false},
+		{"never marked: it existed before", namespace(nil), nil, true},
+		{"marked by another Application", namespace(map[string]string{navarchv1.AnnotationCreatedBy: "platform/pr-8"}), nil, true},
+		{"marked by a same-named Application elsewhere", namespace(map[string]string{navarchv1.AnnotationCreatedBy: "team/pr-7"}), nil, true},
+		{"mark emptied by a user", namespace(map[string]string{navarchv1.AnnotationCreatedBy: ""}), nil, true},
+		{"tracked: a Namespace of a source", namespace(with(navarchv1.AnnotationTrackingID, "platform_pr-7:/Namespace:/pr-7")), nil, true},
+		{"a tracking id copied from another object does not count", namespace(with(navarchv1.AnnotationTrackingID, "platform_pr-7:/Namespace:/other")), nil, false},
+		{"Delete=false", namespace(with(navarchv1.AnnotationSyncOptions, "Prune=false, Delete=false")), nil, true},
+		{"Argo CD's Delete=false", namespace(with(navarchv1.ArgoAnnotationSyncOptions, "Delete=false")), nil, true},
+		{"it holds an object that says Delete=false", namespace(mark), map[string]bool{"pr-7": true}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			why := keepCreatedNamespace(app, tc.live, syncOptions{"CreateNamespace": "true"}, tc.kept)
+			if (why != "") != tc.keep {
+				t.Errorf("keepCreatedNamespace = %q; want kept: %t", why, tc.keep)
+			}
+		})
 	}
 }
