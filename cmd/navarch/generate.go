@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -22,6 +24,7 @@ import (
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/argocd"
 	"github.com/navarch-io/navarch/internal/gitrepo"
+	"github.com/navarch-io/navarch/internal/scm"
 )
 
 type generateOptions struct {
@@ -126,10 +129,25 @@ func (o *generateOptions) expand(ctx context.Context, sets []*navarchv1.Applicat
 		in.Clusters = liveClusters{c: live}
 	}
 
+	github := scm.New(scm.Options{Secrets: func(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+		if live == nil {
+			return nil, fmt.Errorf("reading Secret %s needs the management cluster: pass --kubeconfig", key)
+		}
+		secret := &corev1.Secret{}
+		return secret, live.Get(ctx, key, secret)
+	}})
+
 	var all []*navarchv1.Application
 	failed := false
 	var diffs []diffRow
 	for _, set := range sets {
+		// Pull requests and repositories are read with the credentials of the Secrets the
+		// generators name, in the ApplicationSet's namespace.
+		namespace := set.Namespace
+		if namespace == "" {
+			namespace = "default"
+		}
+		in.PullRequests, in.SCMProviders = github.For(namespace), github.For(namespace)
 		exp, err := appset.Expand(ctx, set, in)
 		if err != nil {
 			if errors.Is(err, generators.ErrNoClusterLister) {

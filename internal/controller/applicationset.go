@@ -88,6 +88,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	outcome := "error" // until the pass succeeds
 	defer func() { reconcileDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds()) }()
+	_, refresh := set.Annotations[navarchv1.AnnotationRefresh]
 	if err := r.clearAnnotation(ctx, set, navarchv1.AnnotationRefresh); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -101,6 +102,9 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	var github *scm.Providers
 	if r.GitHub != nil {
 		github = r.GitHub.For(set.Namespace)
+		if refresh {
+			github.Fresh()
+		}
 		in.PullRequests, in.SCMProviders = github, github
 	}
 	exp, genErr := appset.Expand(ctx, set, in)

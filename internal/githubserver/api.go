@@ -170,12 +170,8 @@ func (s *Server) api(h apiHandler, rt route) http.Handler {
 			header.Set("Content-Type", "application/json; charset=utf-8")
 			header.Set("Content-Length", strconv.Itoa(len(body)))
 		}
-		w.WriteHeader(status)
-		if body != nil && r.Method != http.MethodHead {
-			if _, err := w.Write(body); err != nil {
-				s.log.V(1).Info("Writing an API response failed", "path", r.URL.Path, "error", err.Error())
-			}
-		}
+		// Recorded before the answer is written: a client that has its answer finds its
+		// request in the log.
 		s.record(Request{
 			Method:      r.Method,
 			Path:        r.URL.Path,
@@ -184,6 +180,12 @@ func (s *Server) api(h apiHandler, rt route) http.Handler {
 			Token:       c.token,
 			Conditional: r.Header.Get("If-None-Match") != "",
 		})
+		w.WriteHeader(status)
+		if body != nil && r.Method != http.MethodHead {
+			if _, err := w.Write(body); err != nil {
+				s.log.V(1).Info("Writing an API response failed", "path", r.URL.Path, "error", err.Error())
+			}
+		}
 	})
 }
 

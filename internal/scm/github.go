@@ -325,14 +325,14 @@ type listing struct {
 	repos []generators.Repository
 }
 
-// shared returns the listing of key, listed at most PollWindow ago, or lists it once
-// however many callers ask at the same time.
-func (g *GitHub) shared(ctx context.Context, c *client, key listingKey, list func(context.Context) (listing, error)) (listing, error) {
+// shared returns the listing of key, listed at most PollWindow ago (unless fresh), or lists
+// it once however many callers ask at the same time.
+func (g *GitHub) shared(ctx context.Context, c *client, key listingKey, fresh bool, list func(context.Context) (listing, error)) (listing, error) {
 	now := g.opts.Now()
 	g.mu.Lock()
 	l, ok := g.listings[key]
 	g.mu.Unlock()
-	if ok && now.Sub(l.at) < g.opts.PollWindow {
+	if ok && !fresh && now.Sub(l.at) < g.opts.PollWindow {
 		return l, nil
 	}
 	if err := c.blocked(now); err != nil {
@@ -344,6 +344,11 @@ func (g *GitHub) shared(ctx context.Context, c *client, key listingKey, list fun
 		defer cancel()
 		l, err := list(ctx)
 		if err != nil {
+			// The last listing is no longer what GitHub says: the passes that follow must
+			// fail too, not go back to it, until GitHub answers.
+			g.mu.Lock()
+			delete(g.listings, key)
+			g.mu.Unlock()
 			return listing{}, c.explain(err, g.opts.Now())
 		}
 		l.at = g.opts.Now()
@@ -367,9 +372,9 @@ func (g *GitHub) Invalidate(owner, repo string) {
 	}
 }
 
-func (g *GitHub) listPullRequests(ctx context.Context, c *client, owner, repo string) ([]generators.PullRequest, error) {
+func (g *GitHub) listPullRequests(ctx context.Context, c *client, owner, repo string, fresh bool) ([]generators.PullRequest, error) {
 	key := listingKey{client: c.key, kind: "pulls", owner: strings.ToLower(owner), sub: strings.ToLower(repo)}
-	l, err := g.shared(ctx, c, key, func(ctx context.Context) (listing, error) {
+	l, err := g.shared(ctx, c, key, fresh, func(ctx context.Context) (listing, error) {
 		var out []generators.PullRequest
 		opts := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: 100}}
 		for {

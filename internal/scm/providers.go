@@ -20,6 +20,7 @@ import (
 type Providers struct {
 	g         *GitHub
 	namespace string
+	fresh     bool
 
 	mu       sync.Mutex
 	until    time.Time
@@ -30,6 +31,13 @@ type Providers struct {
 // For returns the Providers of one pass over an ApplicationSet in namespace.
 func (g *GitHub) For(namespace string) *Providers {
 	return &Providers{g: g, namespace: namespace, reported: map[string]bool{}}
+}
+
+// Fresh makes the pass list again rather than share a listing of the poll window, as a
+// user's refresh asks. The listing is still a conditional request.
+func (p *Providers) Fresh() *Providers {
+	p.fresh = true
+	return p
 }
 
 // Throttle reports whether a credential used in the pass is running low on its rate limit:
@@ -64,7 +72,7 @@ func (p *Providers) ListPullRequests(ctx context.Context, spec *navarchv1.PullRe
 		return nil, err
 	}
 	defer p.check(c)
-	return p.g.listPullRequests(ctx, c, gh.Owner, gh.Repo)
+	return p.g.listPullRequests(ctx, c, gh.Owner, gh.Repo, p.fresh)
 }
 
 // ListRepositories implements generators.SCMProvider.
@@ -80,7 +88,7 @@ func (p *Providers) ListRepositories(ctx context.Context, spec *navarchv1.SCMPro
 		sub = "all"
 	}
 	key := listingKey{client: c.key, kind: "repos", owner: strings.ToLower(gh.Organization), sub: sub}
-	l, err := p.g.shared(ctx, c, key, func(ctx context.Context) (listing, error) {
+	l, err := p.g.shared(ctx, c, key, p.fresh, func(ctx context.Context) (listing, error) {
 		repos, err := listRepositories(ctx, c.gh, gh.Organization, gh.AllBranches)
 		return listing{repos: repos}, err
 	})
@@ -222,8 +230,8 @@ func (p *Providers) SetCommitStatus(ctx context.Context, gh *navarchv1.PullReque
 	defer cancel()
 	status := &github.RepoStatus{State: &st.State, Context: &st.Context}
 	if d := st.Description; d != "" {
-		if len(d) > 140 {
-			d = d[:137] + "..."
+		if r := []rune(d); len(r) > 140 {
+			d = string(r[:137]) + "..."
 		}
 		status.Description = &d
 	}
