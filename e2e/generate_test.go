@@ -359,14 +359,14 @@ func dig(v any, keys ...string) any {
 func TestGenerateRefusesWhatItCannotHonour(t *testing.T) {
 	dir := t.TempDir()
 
-	t.Run("an Argo CD generator and project navarch does not support", func(t *testing.T) {
+	t.Run("an Argo CD SCM provider and project navarch does not support", func(t *testing.T) {
 		file := writeFile(t, dir, "scm.yaml", `apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: { name: every-repo, namespace: argocd }
 spec:
   generators:
     - scmProvider:
-        github: { organization: org }
+        gitlab: { group: org }
   template:
     metadata: { name: '{{repository}}' }
     spec:
@@ -379,7 +379,7 @@ spec:
 			t.Errorf("exit code %d, want 1\nstderr:\n%s", r.code, r.stderr)
 		}
 		for _, want := range []string{
-			"spec.generators[0].scmProvider: the scmProvider generator is not supported",
+			"spec.generators[0].scmProvider.gitlab: the gitlab SCM provider is not supported; only github is",
 			"spec.template.spec.project: AppProjects are not supported",
 		} {
 			if !strings.Contains(r.stderr, want) {
