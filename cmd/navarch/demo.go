@@ -29,9 +29,21 @@ import (
 	"github.com/navarch-io/navarch/internal/scheme"
 )
 
-// examplesPlaceholder is the repository URL the files in examples/ use; the demo replaces it
-// with the dev fleet's Git server.
-const examplesPlaceholder = "https://git.example.com/navarch-examples.git"
+// examplesPlaceholder is the repository URL the files in examples/ use, and
+// githubPlaceholder the GitHub API URL; the demo replaces them with the dev fleet's Git server
+// and GitHub-compatible server.
+const (
+	examplesPlaceholder = "https://git.example.com/navarch-examples.git"
+	githubPlaceholder   = "https://github.example.com/api/v3/"
+)
+
+// githubTokenSecret is the Secret of the demo namespace holding the dev GitHub token.
+const githubTokenSecret = "github-token"
+
+// placeholders replaces the examples' placeholder URLs with the dev fleet's.
+func placeholders(state *devfleet.State, repoURL string) *strings.Replacer {
+	return strings.NewReplacer(examplesPlaceholder, repoURL, githubPlaceholder, state.GitHub.APIURL)
+}
 
 // demoNamespace holds the example ApplicationSets and Applications.
 const demoNamespace = "demo"
@@ -95,7 +107,7 @@ func runDemo(ctx context.Context, out io.Writer, stateDir, examples string) erro
 	if err != nil {
 		return err
 	}
-	applied, err := applyExamples(ctx, c, examples, repoURL)
+	applied, err := applyExamples(ctx, c, examples, state, repoURL)
 	if err != nil {
 		return err
 	}
@@ -123,8 +135,14 @@ The fleet keeps running. Explore it:
   navarch app get guestbook-prod-3 -n %s
   kubectl --kubeconfig %s get deployments -A
 Change something: edit the examples, then run "make demo" again to publish them.
+Open a pull request and watch its preview (docs/pull-request-previews.md):
+  navarch dev pr open --branch try-preview --label preview%s
+  navarch app get guestbook-pr-1 -n %s
+  navarch dev pr status 1%s           # the commit status the preview reports
+  navarch dev pr close 1%s            # the preview and its namespace go
 Stop it:  navarch dev down%s
-`, state.Management.Kubeconfig, demoNamespace, demoNamespace, state.Clusters[2].Kubeconfig, stateFlag(stateDir))
+`, state.Management.Kubeconfig, demoNamespace, demoNamespace, state.Clusters[2].Kubeconfig,
+		stateFlag(stateDir), demoNamespace, stateFlag(stateDir), stateFlag(stateDir), stateFlag(stateDir))
 	return nil
 }
 
@@ -133,7 +151,7 @@ Stop it:  navarch dev down%s
 func publishExamples(examples string, state *devfleet.State) (url, commit string, err error) {
 	git := gitserver.Remote(state.Git.Root, state.Git.URL)
 	url = git.RepoURL("examples")
-	copyTo := func(dst string) error { return copyExamples(examples, dst, url) }
+	copyTo := func(dst string) error { return copyExamples(examples, dst, placeholders(state, url)) }
 	if _, err := git.Resolve("examples", "main"); err == nil {
 		commit, err = git.Update("examples", "navarch demo: publish the examples", func(dir string) error {
 			entries, err := os.ReadDir(dir)
@@ -163,8 +181,8 @@ func publishExamples(examples string, state *devfleet.State) (url, commit string
 	return url, commit, err
 }
 
-// copyExamples copies the examples tree to dst with the placeholder URL replaced.
-func copyExamples(src, dst, url string) error {
+// copyExamples copies the examples tree to dst with the placeholder URLs replaced.
+func copyExamples(src, dst string, urls *strings.Replacer) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -181,15 +199,24 @@ func copyExamples(src, dst, url string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, []byte(strings.ReplaceAll(string(data), examplesPlaceholder, url)), 0o644)
+		return os.WriteFile(target, []byte(urls.Replace(string(data))), 0o644)
 	})
 }
 
-// applyExamples server-side applies the example ApplicationSets and Applications.
-func applyExamples(ctx context.Context, c client.Client, examples, url string) ([]string, error) {
+// applyExamples server-side applies the example ApplicationSets and Applications, and the
+// Secret with the dev GitHub token that the previews example reads.
+func applyExamples(ctx context.Context, c client.Client, examples string, state *devfleet.State, url string) ([]string, error) {
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}})); err != nil {
 		return nil, err
 	}
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: githubTokenSecret},
+		StringData: map[string]string{"token": state.GitHub.Token},
+	}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, token)); err != nil {
+		return nil, fmt.Errorf("create Secret %s/%s: %w", demoNamespace, githubTokenSecret, err)
+	}
+	urls := placeholders(state, url)
 	var files []string
 	for _, dir := range []string{"applicationsets", "applications"} {
 		matches, err := filepath.Glob(filepath.Join(examples, dir, "*.yaml"))
@@ -205,7 +232,7 @@ func applyExamples(ctx context.Context, c client.Client, examples, url string) (
 			return nil, err
 		}
 		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), examplesPlaceholder, url)), &obj.Object); err != nil {
+		if err := yaml.Unmarshal([]byte(urls.Replace(string(data))), &obj.Object); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		body, err := json.Marshal(obj.Object)

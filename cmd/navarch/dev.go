@@ -28,7 +28,7 @@ labelled env=dev|staging|prod and region=..., and a Git server for your reposito
 	dev.PersistentFlags().StringVar(&stateDir, "state-dir", devfleet.DefaultStateDir(),
 		"directory for the fleet's state, data and logs ($NAVARCH_DEV_STATE_DIR)")
 	dev.AddCommand(newDevUpCommand(&stateDir), newDevDownCommand(&stateDir),
-		newDevStatusCommand(&stateDir), newDevServeCommand(&stateDir))
+		newDevStatusCommand(&stateDir), newDevServeCommand(&stateDir), newDevPRCommand(&stateDir))
 	return dev
 }
 
@@ -77,6 +77,9 @@ func printHowToReach(out io.Writer, stateDir string, s *devfleet.State) {
 		_ = w.Flush()
 	}
 	fmt.Fprintf(out, "\nGit server: %s (repositories in %s)\n", s.Git.URL, s.Git.Root)
+	if s.GitHub.URL != "" {
+		fmt.Fprintf(out, "GitHub-compatible server: api %s, token %q (navarch dev pr opens pull requests)\n", s.GitHub.APIURL, s.GitHub.Token)
+	}
 	if s.ControllerLog != "" {
 		fmt.Fprintf(out, "Controller log: %s\n", s.ControllerLog)
 	}
@@ -177,6 +180,9 @@ func printDevStatus(out io.Writer, stateDir string, s *devfleet.State) error {
 	fmt.Fprintln(w, "COMPONENT\tNAME\tLABELS\tSTATE\tENDPOINT\tPIDS")
 	fmt.Fprintf(w, "supervisor\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), filepath.Join(stateDir, "supervisor.log"), s.PID)
 	fmt.Fprintf(w, "git\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), s.Git.URL, s.PID)
+	if s.GitHub.URL != "" {
+		fmt.Fprintf(w, "github\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), s.GitHub.APIURL, s.PID)
+	}
 	fmt.Fprintf(w, "cluster\t%s\t\t%s\t%s\t%s\n", s.Management.Name, state(s.Management.PIDs), s.Management.Server, joinPIDs(s.Management.PIDs))
 	for _, c := range s.Clusters {
 		fmt.Fprintf(w, "cluster\t%s\t%s\t%s\t%s\t%s\n", c.Name, labelString(c.Labels), state(c.PIDs), c.Server, joinPIDs(c.PIDs))

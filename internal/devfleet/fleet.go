@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/config/crd"
 	"github.com/navarch-io/navarch/internal/controller"
+	"github.com/navarch-io/navarch/internal/githubserver"
 	"github.com/navarch-io/navarch/internal/gitserver"
 	"github.com/navarch-io/navarch/internal/localcluster"
 	"github.com/navarch-io/navarch/internal/scheme"
@@ -29,6 +31,14 @@ import (
 
 // SystemNamespace holds the kubeconfig Secrets of the registered workload clusters.
 const SystemNamespace = "navarch-system"
+
+// The dev fleet's GitHub-compatible server holds one repository, GitHubOwner/ExamplesRepo,
+// whose clone URL is the Git server's repository ExamplesRepo, and accepts GitHubToken.
+const (
+	GitHubOwner  = "navarch"
+	ExamplesRepo = "examples"
+	GitHubToken  = "navarch-dev-token"
+)
 
 // ManagementName is the name of the management cluster in the state file and in logs.
 const ManagementName = "management"
@@ -82,6 +92,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer func() { err = errors.Join(err, git.Close()) }()
 	state.Git = GitState{URL: git.URL(), Root: git.Root()}
 	say("git server listening on %s (bare repositories in %s)", git.URL(), git.Root())
+
+	github, err := startGitHub(git, log.WithName("github"))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, github.Close()) }()
+	state.GitHub = GitHubState{URL: github.URL(), APIURL: github.APIURL(), Token: GitHubToken}
+	say("GitHub-compatible server listening on %s (repository %s/%s)", github.URL(), GitHubOwner, ExamplesRepo)
 
 	clusterOpts := []localcluster.Options{{
 		Name:   ManagementName,
@@ -159,6 +177,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	say("shutting down")
 	return nil
+}
+
+// startGitHub starts the GitHub-compatible server with the examples repository.
+func startGitHub(git *gitserver.Server, log logr.Logger) (*githubserver.Server, error) {
+	gh, err := githubserver.Start(githubserver.Options{Logger: log, RequireAuth: true})
+	if err != nil {
+		return nil, fmt.Errorf("start the GitHub-compatible server: %w", err)
+	}
+	gh.AddToken(GitHubToken)
+	gh.AddRepo(GitHubOwner, ExamplesRepo, githubserver.Repo{DefaultBranch: "main", CloneURL: git.RepoURL(ExamplesRepo)})
+	return gh, nil
 }
 
 // register creates the kubeconfig Secret and the Cluster object of a workload cluster.

@@ -29,6 +29,8 @@ type State struct {
 	Clusters []ClusterState `json:"clusters"`
 	// Git is the Git server.
 	Git GitState `json:"git"`
+	// GitHub is the GitHub-compatible server.
+	GitHub GitHubState `json:"github"`
 	// ControllerLog is the log of the controller the supervisor runs, if it runs one.
 	ControllerLog string `json:"controllerLog,omitempty"`
 }
@@ -46,6 +48,14 @@ type ClusterState struct {
 type GitState struct {
 	URL  string `json:"url"`
 	Root string `json:"root"`
+}
+
+// GitHubState describes the GitHub-compatible server: its API URL, for a generator's
+// github.api, and the token it accepts.
+type GitHubState struct {
+	URL    string `json:"url"`
+	APIURL string `json:"apiURL"`
+	Token  string `json:"token"`
 }
 
 // DefaultStateDir is $NAVARCH_DEV_STATE_DIR, or ~/.local/state/navarch/dev.
