@@ -323,7 +323,7 @@ func TestGitHubAppInstallation(t *testing.T) {
 	}
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	f := newFixture(t, Options{Secrets: secrets{
-		{Namespace: "team-a", Name: "app"}: {KeyAppID: []byte("42"), KeyAppInstallationID: []byte("7"), KeyAppPrivateKey: pemKey},
+		{Namespace: "team-a", Name: "app"}:   {KeyAppID: []byte("42"), KeyAppInstallationID: []byte("7"), KeyAppPrivateKey: pemKey},
 		{Namespace: "team-a", Name: "no-id"}: {KeyAppInstallationID: []byte("7"), KeyAppPrivateKey: pemKey},
 	}.get})
 	f.server.AddApp(42, 7, &key.PublicKey)
