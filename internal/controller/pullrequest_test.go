@@ -263,3 +263,39 @@ func TestPreviewsReportCommitStatuses(t *testing.T) {
 		return ""
 	})
 }
+
+// An scmProvider ApplicationSet generates an Application per repository that its filters keep,
+// and follows repositories that appear.
+func TestSCMProviderFollowsTheOrganisationsRepositories(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	gh := startGitHub(t, ns) // acme/app has no deploy directory
+	gh.AddRepo("acme", "svc-cart", githubserver.Repo{DefaultBranch: "main", Topics: []string{"team-shop"},
+		Branches: map[string]string{"main": sha(1)}, Files: map[string][]string{"main": {"deploy/kustomization.yaml"}}})
+	gh.AddRepo("acme", "svc-legacy", githubserver.Repo{DefaultBranch: "main",
+		Branches: map[string]string{"main": sha(2)}, Files: map[string][]string{"main": {"README.md"}}})
+	set := applyAppSet(t, ns, fmt.Sprintf(`
+metadata: {name: services}
+spec:
+  generators:
+  - scmProvider:
+      cloneProtocol: https
+      github: {organization: acme, api: %q, tokenRef: {secretName: gh, key: token}}
+      filters: [{repositoryMatch: '^svc-', pathsExist: [deploy]}]
+  template:
+    metadata: {name: '{{repository}}', annotations: {topics: '{{labels}}'}}
+    spec:
+      source: {repoURL: '{{url}}', targetRevision: '{{sha}}', path: deploy}
+      destination: {name: in-cluster, namespace: '{{repository}}'}
+`, gh.APIURL()))
+	apps := waitForApps(t, ns, "svc-cart")
+	cart := apps["svc-cart"]
+	if cart.Spec.Source.TargetRevision != sha(1) || !strings.HasSuffix(cart.Spec.Source.RepoURL, "acme/svc-cart.git") ||
+		!strings.HasPrefix(cart.Spec.Source.RepoURL, "http") || cart.Annotations["topics"] != "team-shop" {
+		t.Errorf("svc-cart: source %+v, annotations %v", cart.Spec.Source, cart.Annotations)
+	}
+
+	gh.AddRepo("acme", "svc-search", githubserver.Repo{DefaultBranch: "trunk",
+		Branches: map[string]string{"trunk": sha(3)}, Files: map[string][]string{"trunk": {"deploy/app.yaml"}}})
+	refresh(t, set)
+	waitForApps(t, ns, "svc-cart,svc-search")
+}
