@@ -24,8 +24,10 @@ func newControllerCommand() *cobra.Command {
 		Long: `controller runs navarch's controllers in one controller-runtime manager: the ApplicationSet
 controller turns ApplicationSets into Applications; the Cluster controller connects to and probes
 every registered Cluster; the Application controller syncs each Application to its cluster,
-through a work queue per cluster. --controllers runs a subset. In a cluster it uses the in-cluster
-configuration; outside, the kubeconfig like kubectl.`,
+through a work queue per cluster. --controllers runs a subset. With --webhook-bind-address it
+also receives GitHub webhooks, so a push or a pull-request change is acted on at once instead of
+at the next poll (docs/webhooks.md). In a cluster it uses the in-cluster configuration; outside,
+the kubeconfig like kubectl.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := kube.restConfig()
@@ -62,6 +64,9 @@ configuration; outside, the kubeconfig like kubectl.`,
 	f.DurationVar(&opts.ClusterProbeInterval, "cluster-probe-interval", 30*time.Second, "how often each Cluster is probed")
 	f.DurationVar(&opts.GitPollInterval, "git-poll-interval", 3*time.Minute, "how often Applications look for new commits")
 	f.DurationVar(&opts.SelfHealBackoff, "self-heal-backoff", 2*time.Second, "how long selfHeal waits after a sync before correcting drift again")
+	f.StringVar(&opts.WebhookAddr, "webhook-bind-address", "", `address of the GitHub webhook endpoint /api/webhook, e.g. ":8090" (plain HTTP; deliveries must be signed with the secret in Secret navarch-webhook, key github.secret, of --system-namespace; see docs/webhooks.md); empty serves none`)
+	f.IntVar(&opts.WebhookQueueSize, "webhook-queue-size", 256, "webhook events that may wait to be handled; deliveries beyond are refused with 503")
+	f.Int64Var(&opts.WebhookMaxPayload, "webhook-max-payload-bytes", 1<<20, "largest webhook delivery accepted; larger ones are refused with 413")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOp.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -313,18 +313,22 @@ func (r *ApplicationReconciler) patchStatus(ctx context.Context, app *navarchv1.
 }
 
 // SetupWithManager registers the router. Applications are routed when anything but their
-// status changes; Clusters requeue their Applications when their readiness changes.
-func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// status changes; Clusters requeue their Applications when their readiness changes. sources
+// are more events to route on, such as the Applications a webhook delivery concerns.
+func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, sources ...source.Source) error {
 	if r.Client == nil || r.Clusters == nil || r.Engine == nil {
 		return errMissingDependency("ApplicationReconciler needs Client, Clusters and Engine")
 	}
 	r.connectedOnce.Do(r.initConnected)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
-		WatchesRawSource(source.Channel(r.connected, r.clusterHandler())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WatchesRawSource(source.Channel(r.connected, r.clusterHandler()))
+	for _, src := range sources {
+		b = b.WatchesRawSource(src)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("application").
 		Complete(r)
 }

@@ -55,6 +55,8 @@ func runMain(m *testing.M) int {
 			// These tests are about the ApplicationSet controller alone; the fleet tests
 			// (fleet/) run all controllers.
 			Controllers: []string{"applicationset"},
+			// The pull_request webhooks of webhook_test.go come here.
+			WebhookAddr: webhookAddr,
 		})
 	}()
 	code := m.Run()

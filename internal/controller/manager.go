@@ -87,6 +87,17 @@ type Options struct {
 	// SelfHealBackoff is how long selfHeal waits after a sync before correcting drift again.
 	// Default 2s.
 	SelfHealBackoff time.Duration
+	// WebhookAddr serves the GitHub webhook endpoint, /api/webhook, on this address (plain
+	// HTTP: terminate TLS in front of it); empty, the default, serves none. Deliveries are
+	// checked against the secret in the Secret WebhookSecretName of SystemNamespace; see
+	// docs/webhooks.md.
+	WebhookAddr string
+	// WebhookQueueSize is how many webhook events may wait to be handled; a delivery beyond
+	// is refused with 503. Default 256.
+	WebhookQueueSize int
+	// WebhookMaxPayload caps the body of a webhook delivery, in bytes; a larger one is refused
+	// with 413. Default 1 MiB.
+	WebhookMaxPayload int64
 	// Logger is the root logger.
 	Logger logr.Logger
 }
@@ -189,6 +200,7 @@ func Run(ctx context.Context, opts Options) error {
 		Credentials:  creds.Lookup,
 		PollInterval: opts.GitPollInterval,
 	})
+	hooks := newWebhookReceiver(opts, enabled("application"), enabled("applicationset"))
 	apps := &ApplicationReconciler{
 		Client: mgr.GetClient(),
 		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff}),
@@ -204,7 +216,7 @@ func Run(ctx context.Context, opts Options) error {
 		OnReady:   func(name string) { apps.ClusterReady(ctx, name) },
 	})
 	if enabled("application") {
-		if err := apps.SetupWithManager(mgr); err != nil {
+		if err := apps.SetupWithManager(mgr, hooks.applicationSources()...); err != nil {
 			return fmt.Errorf("set up the Application controller: %w", err)
 		}
 	}
@@ -218,22 +230,26 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("set up the Cluster controller: %w", err)
 		}
 	}
-	if !enabled("applicationset") {
-		return mgr.Start(ctx)
-	}
-	apiReader := mgr.GetAPIReader()
-	if err := (&ApplicationSetReconciler{
-		Client: mgr.GetClient(),
-		Git:    appset.GitReader(reader, creds.Lookup),
-		GitHub: scm.New(scm.Options{Secrets: func(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	var github *scm.GitHub
+	if enabled("applicationset") {
+		apiReader := mgr.GetAPIReader()
+		github = scm.New(scm.Options{Secrets: func(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
 			secret := &corev1.Secret{}
 			return secret, apiReader.Get(ctx, key, secret)
-		}}),
-		WriteConcurrency: opts.WriteConcurrency,
-		MaxParamSets:     opts.MaxParamSets,
-		ErrorRequeue:     opts.ErrorRequeue,
-	}).SetupWithManager(mgr, opts.ApplicationSetConcurrency); err != nil {
-		return fmt.Errorf("set up the ApplicationSet controller: %w", err)
+		}})
+		if err := (&ApplicationSetReconciler{
+			Client:           mgr.GetClient(),
+			Git:              appset.GitReader(reader, creds.Lookup),
+			GitHub:           github,
+			WriteConcurrency: opts.WriteConcurrency,
+			MaxParamSets:     opts.MaxParamSets,
+			ErrorRequeue:     opts.ErrorRequeue,
+		}).SetupWithManager(mgr, opts.ApplicationSetConcurrency, hooks.applicationSetSources()...); err != nil {
+			return fmt.Errorf("set up the ApplicationSet controller: %w", err)
+		}
+	}
+	if err := hooks.setup(mgr, cfg, fetcher, github); err != nil {
+		return fmt.Errorf("set up the webhook endpoint: %w", err)
 	}
 	return mgr.Start(ctx)
 }

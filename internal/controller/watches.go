@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -25,8 +26,9 @@ import (
 // Cluster event looks at those only instead of scanning every ApplicationSet.
 const indexUsesClusters = "navarch.io/uses-clusters"
 
-// SetupWithManager registers the reconciler and its watches.
-func (r *ApplicationSetReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+// SetupWithManager registers the reconciler and its watches. sources are more events to
+// reconcile on, such as the ApplicationSets a webhook delivery concerns.
+func (r *ApplicationSetReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, sources ...source.Source) error {
 	if r.Client == nil || r.Git == nil {
 		return errMissingDependency("ApplicationSetReconciler needs Client and Git")
 	}
@@ -39,14 +41,16 @@ func (r *ApplicationSetReconciler) SetupWithManager(mgr ctrl.Manager, concurrenc
 		}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("applicationset").
 		For(&navarchv1.ApplicationSet{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&navarchv1.Application{}, builder.WithPredicates(applicationChanged())).
-		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, concurrency)}).
-		Complete(r)
+		Watches(&navarchv1.Cluster{}, r.clusterHandler())
+	for _, src := range sources {
+		b = b.WatchesRawSource(src)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(1, concurrency)}).Complete(r)
 }
 
 type errMissingDependency string
@@ -132,19 +136,28 @@ func selectsAny(set *navarchv1.ApplicationSet, objs []client.Object) bool {
 // included. A selector that does not parse selects everything, so a change is never missed.
 func clusterSelectors(spec *navarchv1.ApplicationSetSpec) []labels.Selector {
 	var out []labels.Selector
-	add := func(g *navarchv1.ClusterGenerator) {
-		sel, err := metav1.LabelSelectorAsSelector(&g.Selector)
+	for _, g := range generatorsOf(spec) {
+		if g.Clusters == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&g.Clusters.Selector)
 		if err != nil {
 			sel = labels.Everything()
 		}
 		out = append(out, sel)
 	}
+	return out
+}
+
+// generatorsOf returns every generator of spec, each as a NestedGenerator: the top-level ones
+// and the children of matrix and merge generators, at any depth. A child that does not parse
+// is left out; the ApplicationSet's pass reports it.
+func generatorsOf(spec *navarchv1.ApplicationSetSpec) []navarchv1.NestedGenerator {
+	var out []navarchv1.NestedGenerator
 	var nested func(children []navarchv1.NestedGenerator)
 	nested = func(children []navarchv1.NestedGenerator) {
 		for _, c := range children {
-			if c.Clusters != nil {
-				add(c.Clusters)
-			}
+			out = append(out, c)
 			for _, raw := range [][]byte{rawOf(c.Matrix), rawOf(c.Merge)} {
 				if len(raw) == 0 {
 					continue
@@ -159,9 +172,10 @@ func clusterSelectors(spec *navarchv1.ApplicationSetSpec) []labels.Selector {
 		}
 	}
 	for _, g := range spec.Generators {
+		out = append(out, navarchv1.NestedGenerator{
+			List: g.List, Clusters: g.Clusters, Git: g.Git, PullRequest: g.PullRequest, SCMProvider: g.SCMProvider, Selector: g.Selector,
+		})
 		switch {
-		case g.Clusters != nil:
-			add(g.Clusters)
 		case g.Matrix != nil:
 			nested(g.Matrix.Generators)
 		case g.Merge != nil:
