@@ -48,7 +48,7 @@ the kubeconfig like kubectl.`,
 	f.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", "127.0.0.1:8081", `address of /healthz and /readyz; in a Pod, the Pod's IP, which the kubelet probes; "0" disables them`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader so only one replica is active")
-	f.StringVar(&opts.SystemNamespace, "system-namespace", "navarch-system", "namespace of the leader lease and repository credential Secrets")
+	f.StringVar(&opts.SystemNamespace, "system-namespace", "navarch-system", "namespace of the leader lease, the repository credential Secrets and the webhook Secret")
 	f.StringSliceVar(&opts.Namespaces, "namespaces", nil, "watch only these namespaces (default: all)")
 	f.IntVar(&opts.ApplicationSetConcurrency, "applicationset-concurrency", 4, "ApplicationSets reconciled at once")
 	f.IntVar(&opts.WriteConcurrency, "write-concurrency", 16, "Application writes in flight per ApplicationSet pass")
