@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,38 +28,9 @@ type commitStatuses struct {
 // by lower-case "owner/repo", however deep in matrix and merge generators they are.
 func commitStatusSpecs(set *navarchv1.ApplicationSet) map[string]*navarchv1.PullRequestGeneratorGithub {
 	out := map[string]*navarchv1.PullRequestGeneratorGithub{}
-	add := func(pr *navarchv1.PullRequestGenerator) {
-		if pr != nil && pr.Github != nil && pr.Github.CommitStatus != nil {
+	for _, g := range generatorsOf(&set.Spec) {
+		if pr := g.PullRequest; pr != nil && pr.Github != nil && pr.Github.CommitStatus != nil {
 			out[strings.ToLower(pr.Github.Owner+"/"+pr.Github.Repo)] = pr.Github
-		}
-	}
-	var nested func(gens []navarchv1.NestedGenerator)
-	raw := func(data []byte) {
-		var children struct {
-			Generators []navarchv1.NestedGenerator `json:"generators"`
-		}
-		if json.Unmarshal(data, &children) == nil {
-			nested(children.Generators)
-		}
-	}
-	nested = func(gens []navarchv1.NestedGenerator) {
-		for _, g := range gens {
-			add(g.PullRequest)
-			if g.Matrix != nil {
-				raw(g.Matrix.Raw)
-			}
-			if g.Merge != nil {
-				raw(g.Merge.Raw)
-			}
-		}
-	}
-	for _, g := range set.Spec.Generators {
-		add(g.PullRequest)
-		if g.Matrix != nil {
-			nested(g.Matrix.Generators)
-		}
-		if g.Merge != nil {
-			nested(g.Merge.Generators)
 		}
 	}
 	return out

@@ -93,10 +93,10 @@ func TestPullRequestPreviewsFollowOpenPullRequests(t *testing.T) {
 
 	// GitHub failing, whatever the way, deletes nothing and says what happened.
 	faults := []struct {
-		name   string
-		break_ func()
-		fix    func()
-		says   string
+		name    string
+		breakIt func()
+		fix     func()
+		says    string
 	}{
 		{"server errors", func() { gh.Fail(http.StatusInternalServerError) }, func() { gh.Fail(0) }, "500"},
 		{"secondary rate limit", func() { gh.SecondaryLimit(http.StatusTooManyRequests, 3*time.Second) }, func() {}, "secondary rate limit"},
@@ -104,7 +104,7 @@ func TestPullRequestPreviewsFollowOpenPullRequests(t *testing.T) {
 		{"exhausted rate limit", func() { gh.SetRateLimit(5000, 0, time.Now().Add(3*time.Second)) }, func() {}, "is exhausted until"},
 	}
 	for _, f := range faults {
-		f.break_()
+		f.breakIt()
 		// Without its label, preview-3 would be deleted if GitHub answered.
 		gh.EditPR("acme", "app", 3, func(pr *githubserver.PullRequest) { pr.Labels = []string{"team-a"} })
 		refresh(t, set)

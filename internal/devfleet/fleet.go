@@ -7,9 +7,12 @@ package devfleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -154,14 +157,21 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	controllerDone := make(chan error, 1)
 	if opts.Controller {
+		hook, err := webhookFor(ctx, c)
+		if err != nil {
+			return err
+		}
 		logPath := filepath.Join(opts.StateDir, "controller.log")
-		stop, err := runController(ctx, mgmt, opts.StateDir, logPath, controllerDone)
+		stop, err := runController(ctx, mgmt, opts.StateDir, logPath, hook.addr, controllerDone)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		state.ControllerLog = logPath
 		say("controller running (log: %s)", logPath)
+		github.AddHook(GitHubOwner, ExamplesRepo, hook.url, hook.secret)
+		state.GitHub.WebhookURL = hook.url
+		say("GitHub delivers the webhooks of %s/%s to %s", GitHubOwner, ExamplesRepo, hook.url)
 	}
 
 	state.Ready = true
@@ -214,9 +224,39 @@ func register(ctx context.Context, c client.Client, wc *localcluster.Cluster, la
 	return nil
 }
 
+// webhook is where the dev controller receives GitHub webhooks, and their secret.
+type webhook struct{ addr, url, secret string }
+
+// webhookFor picks a free loopback port for the controller's webhook endpoint and stores a
+// random secret in the Secret it reads.
+func webhookFor(ctx context.Context, c client.Client) (webhook, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return webhook{}, err
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return webhook{}, err
+	}
+	random := make([]byte, 32)
+	if _, err := rand.Read(random); err != nil {
+		return webhook{}, err
+	}
+	hook := webhook{addr: addr, url: "http://" + addr + "/api/webhook", secret: hex.EncodeToString(random)}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: SystemNamespace, Name: controller.WebhookSecretName},
+		Data:       map[string][]byte{controller.WebhookSecretKey: []byte(hook.secret)},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return webhook{}, fmt.Errorf("create the webhook Secret: %w", err)
+	}
+	return hook, nil
+}
+
 // runController runs the controller against the management cluster until ctx is done or the
-// returned stop is called; its log goes to logPath and its result to done.
-func runController(ctx context.Context, mgmt *localcluster.Cluster, stateDir, logPath string, done chan<- error) (stop func(), err error) {
+// returned stop is called; its log goes to logPath and its result to done. It receives GitHub
+// webhooks on webhookAddr.
+func runController(ctx context.Context, mgmt *localcluster.Cluster, stateDir, logPath, webhookAddr string, done chan<- error) (stop func(), err error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -234,6 +274,7 @@ func runController(ctx context.Context, mgmt *localcluster.Cluster, stateDir, lo
 			// A dev fleet answers quickly: notice pushes and outages within seconds.
 			GitPollInterval:      10 * time.Second,
 			ClusterProbeInterval: 10 * time.Second,
+			WebhookAddr:          webhookAddr,
 		})
 	}()
 	return func() {

@@ -56,6 +56,9 @@ type GitHubState struct {
 	URL    string `json:"url"`
 	APIURL string `json:"apiURL"`
 	Token  string `json:"token"`
+	// WebhookURL is where it delivers webhooks: the controller's endpoint, when the fleet
+	// runs one.
+	WebhookURL string `json:"webhookURL,omitempty"`
 }
 
 // DefaultStateDir is $NAVARCH_DEV_STATE_DIR, or ~/.local/state/navarch/dev.
