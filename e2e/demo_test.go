@@ -100,4 +100,8 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 		}
 	}
 	t.Logf("the change reached all %d clusters %s after the push", len(state.Clusters), time.Since(pushed).Round(100*time.Millisecond))
+
+	t.Run("a pull request gets a preview environment until it closes", func(t *testing.T) {
+		previewEnvironmentIsCreatedAndTornDown(t, stateDir, state)
+	})
 }
