@@ -56,7 +56,11 @@ spec:
 	}
 
 	startWest()
-	testenv.Eventually(t, "the Application is deleted once west answers", func() string {
+	// Two foreground deletions run on west's own controllers, which resume after its API server
+	// restart with their backoff: the garbage collector's for the ConfigMap (most of a minute on
+	// a loaded machine), then the namespace controller's for the namespace created for the
+	// Application.
+	testenv.EventuallyWithin(t, 2*time.Minute, "the Application is deleted once west answers", func() string {
 		err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), &navarchv1.Application{})
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -66,6 +70,10 @@ spec:
 	err := workloads["west"].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeting"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the Application's ConfigMap on west: %v; want it deleted with the Application", err)
+	}
+	err = workloads["west"].Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s on west, created for the Application: %v; want it deleted with the Application", ns, err)
 	}
 }
 
