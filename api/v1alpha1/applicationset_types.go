@@ -537,6 +537,17 @@ const (
 	StrategyRollingSync StrategyType = "RollingSync"
 )
 
+// DeletionOrder is the order in which Applications no longer generated are deleted.
+//
+// +kubebuilder:validation:Enum=AllAtOnce;Reverse
+type DeletionOrder string
+
+// Deletion orders.
+const (
+	DeletionOrderAllAtOnce DeletionOrder = "AllAtOnce"
+	DeletionOrderReverse   DeletionOrder = "Reverse"
+)
+
 // ApplicationSetStrategy controls the order in which generated Applications sync.
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'RollingSync' || has(self.rollingSync)",message="rollingSync must be set when type is RollingSync"
@@ -548,6 +559,11 @@ type ApplicationSetStrategy struct {
 	// rollingSync defines ordered steps.
 	// +optional
 	RollingSync *RollingSyncStrategy `json:"rollingSync,omitempty"`
+	// deletionOrder is how Applications that are no longer generated are deleted: AllAtOnce
+	// (default), or Reverse, with RollingSync: the last step's first, each step once the
+	// later steps' Applications are gone.
+	// +optional
+	DeletionOrder DeletionOrder `json:"deletionOrder,omitempty"`
 }
 
 // RollingSyncStrategy syncs Applications step by step.
@@ -560,16 +576,121 @@ type RollingSyncStrategy struct {
 	Steps []RollingSyncStep `json:"steps"`
 }
 
-// RollingSyncStep selects the Applications of one step.
+// RollingSyncStep selects the Applications of one step, and says when the step is done.
 type RollingSyncStep struct {
-	// matchExpressions select Applications by label.
+	// matchExpressions select Applications by label (In, NotIn, Exists, DoesNotExist). An
+	// Application belongs to the first step whose expressions all match it.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
 	MatchExpressions []metav1.LabelSelectorRequirement `json:"matchExpressions,omitempty"`
-	// maxUpdate caps how many Applications of the step sync at once (count or percentage).
+	// maxUpdate caps how many Applications of the step sync at once: a count, or a percentage
+	// of the step's Applications rounded down but at least 1 above 0%. 0 pauses the step.
+	// Default: all of them.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	MaxUpdate *intstr.IntOrString `json:"maxUpdate,omitempty"`
+	// minSuccessTime is how long the step's Applications must stay Synced and Healthy (soak)
+	// before the next step starts.
+	// +optional
+	MinSuccessTime *metav1.Duration `json:"minSuccessTime,omitempty"`
+	// maxFailures is how many of the step's Applications may fail (their sync failed after
+	// its retries, or they are Degraded) without halting the rollout: a count or a percentage
+	// of the step. Default 0: the first failure halts the rollout.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+	// progressDeadline halts the rollout when the step has not completed this long after it
+	// started.
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+	// requireApproval makes the step wait, once the steps before it are done, until it is
+	// promoted (navarch appset promote, or the navarch.io/promote annotation).
+	// +optional
+	RequireApproval bool `json:"requireApproval,omitempty"`
+}
+
+// RolloutApplicationState is where one Application is in a rollout.
+//
+// +kubebuilder:validation:Enum=Waiting;Pending;Progressing;Healthy;Failed
+type RolloutApplicationState string
+
+// Rollout states of an Application.
+const (
+	// RolloutWaiting: it needs a sync, which its step has not started yet.
+	RolloutWaiting RolloutApplicationState = "Waiting"
+	// RolloutPending: its sync has been requested and has not begun.
+	RolloutPending RolloutApplicationState = "Pending"
+	// RolloutProgressing: its sync runs, or it is synced and not yet Healthy.
+	RolloutProgressing RolloutApplicationState = "Progressing"
+	// RolloutHealthy: Synced at the revision rolled out, and Healthy.
+	RolloutHealthy RolloutApplicationState = "Healthy"
+	// RolloutFailed: its sync failed after its retries, or it is Degraded.
+	RolloutFailed RolloutApplicationState = "Failed"
+)
+
+// RolloutApplicationStatus is the rollout state of one generated Application.
+type RolloutApplicationStatus struct {
+	// application is the Application's name.
+	// +required
+	Application string `json:"application"`
+	// status is where it is in the rollout.
+	// +required
+	Status RolloutApplicationState `json:"status"`
+	// step is the 1-based number of its step, as a string (Argo CD's form); empty when no
+	// step matches it.
+	// +optional
+	Step string `json:"step,omitempty"`
+	// message says why it is in this state.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// targetRevision is the revision being rolled out to it.
+	// +optional
+	TargetRevision string `json:"targetRevision,omitempty"`
+	// lastTransitionTime is when status last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// RolloutPhase is where a rollout is.
+//
+// +kubebuilder:validation:Enum=Progressing;WaitingForApproval;Paused;Halted;Completed
+type RolloutPhase string
+
+// Rollout phases.
+const (
+	RolloutPhaseProgressing        RolloutPhase = "Progressing"
+	RolloutPhaseWaitingForApproval RolloutPhase = "WaitingForApproval"
+	RolloutPhasePaused             RolloutPhase = "Paused"
+	RolloutPhaseHalted             RolloutPhase = "Halted"
+	RolloutPhaseCompleted          RolloutPhase = "Completed"
+)
+
+// RolloutStatus is the state of a RollingSync rollout.
+type RolloutStatus struct {
+	// phase is where the rollout is.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+	// step is the 1-based step the rollout is at.
+	// +optional
+	Step int32 `json:"step,omitempty"`
+	// stepStartedAt is when that step started.
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
+	// stepHealthyAt is when every Application of the step was Healthy: its soak started.
+	// +optional
+	StepHealthyAt *metav1.Time `json:"stepHealthyAt,omitempty"`
+	// approvedSteps are the steps promoted since the rollout (re)started.
+	// +optional
+	// +listType=set
+	ApprovedSteps []int32 `json:"approvedSteps,omitempty"`
+	// revisions is a digest of the revisions being rolled out; a new commit changes it and
+	// restarts the rollout from the first step.
+	// +optional
+	Revisions string `json:"revisions,omitempty"`
+	// message says what the rollout waits for, or why it halted.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ApplicationSetIgnoreDifferences lists fields of generated Applications left as edited.
@@ -611,6 +732,14 @@ type ApplicationSetStatus struct {
 	// omittedApplications is the number of Applications not listed in applications.
 	// +optional
 	OmittedApplications int64 `json:"omittedApplications,omitempty"`
+	// applicationStatus is the rollout state of each generated Application, with RollingSync.
+	// +optional
+	// +listType=map
+	// +listMapKey=application
+	ApplicationStatus []RolloutApplicationStatus `json:"applicationStatus,omitempty"`
+	// rollout is the state of the RollingSync rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ApplicationSetApplicationStatus summarises one generated Application.
