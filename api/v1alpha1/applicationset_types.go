@@ -342,6 +342,16 @@ type PullRequestGeneratorGithub struct {
 	CommitStatus *CommitStatus `json:"commitStatus,omitempty"`
 }
 
+// Annotations on an ApplicationSet that steer its rollout.
+const (
+	// AnnotationPromote approves a step that requires approval: its value is the step's
+	// 1-based number. The controller records the approval and removes the annotation.
+	AnnotationPromote = "navarch.io/promote"
+	// AnnotationRolloutPaused pauses the rollout while present: no new sync is started;
+	// syncs already started finish.
+	AnnotationRolloutPaused = "navarch.io/rollout-paused"
+)
+
 // AnnotationPullRequest is set on each Application a pullRequest generator produced:
 // "<owner>/<repo>#<number>@<head sha>". The commit status of a preview is written for it.
 const AnnotationPullRequest = "navarch.io/pull-request"
