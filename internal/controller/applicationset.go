@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/generators"
@@ -64,6 +65,8 @@ type ApplicationSetReconciler struct {
 	// GitHub serves pullRequest and scmProvider generators and writes commit statuses;
 	// without it those generators fail with an error naming their field.
 	GitHub *scm.GitHub
+	// Events records rollout transitions as Kubernetes Events; optional.
+	Events recorder.EventRecorder
 
 	commitStatuses commitStatuses
 
@@ -129,6 +132,15 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Under a rollout the generated Applications do not sync on their own: the rollout starts
+	// their syncs with the settings of the automated policy their template asks for.
+	var settings map[string]syncSettings
+	if rollingSync(set) {
+		settings = make(map[string]syncSettings, len(exp.Applications))
+		for _, app := range exp.Applications {
+			settings[app.Name] = withoutAutomatedSync(app)
+		}
+	}
 	p := r.plan(set, exp, existing)
 	done := r.execute(ctx, p)
 	for _, app := range p.delete {
@@ -138,10 +150,10 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	for name, err := range p.errs {
 		writeErrs[name] = err
 	}
-	if errs := len(writeErrs) + len(exp.Problems); errs > 0 || done.created+done.updated+done.deleted > 0 || p.held > 0 {
+	if errs := len(writeErrs) + len(exp.Problems); errs > 0 || done.created+done.updated+done.deleted > 0 || p.held > 0 || p.deferred > 0 {
 		log.Info("Applied ApplicationSet", "applicationSet", klog.KObj(set),
 			"created", done.created, "updated", done.updated, "deleted", done.deleted,
-			"errors", errs, "heldDeletions", p.held)
+			"errors", errs, "heldDeletions", p.held, "deferredDeletions", p.deferred)
 	}
 	if p.heldBy == holdNone {
 		// Used, or not needed: a stale confirmation must not approve a later deletion. A held
@@ -153,8 +165,19 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	applicationsPerSet.WithLabelValues(set.Namespace, set.Name).Set(float64(len(exp.Applications)))
 
 	r.summarise(set, exp, existing, p, writeErrs)
+	var rolloutRequeue time.Duration
+	if rollingSync(set) {
+		rolloutRequeue = r.rollout(ctx, set, exp.Applications, settings, existing)
+	} else if set.Status.Rollout != nil || len(set.Status.ApplicationStatus) > 0 {
+		set.Status.Rollout, set.Status.ApplicationStatus = nil, nil
+		meta.RemoveStatusCondition(&set.Status.Conditions, navarchv1.ApplicationSetRolloutProgressing)
+	}
 	set.Status.ObservedGeneration = set.Generation
 	if err := r.patchStatus(ctx, set, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A promotion is recorded in the status written above; only then is its request removed.
+	if err := r.clearAnnotation(ctx, set, navarchv1.AnnotationPromote); err != nil {
 		return ctrl.Result{}, err
 	}
 	statusFailed := r.reportCommitStatuses(ctx, set, github, existing)
@@ -162,7 +185,18 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
 	}
 	outcome = "success"
-	return ctrl.Result{RequeueAfter: max(exp.RequeueAfter, requeue)}, nil
+	return ctrl.Result{RequeueAfter: soonest(max(exp.RequeueAfter, requeue), rolloutRequeue)}, nil
+}
+
+// soonest is the smaller of two requeue intervals, where 0 means none.
+func soonest(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
 }
 
 // rateLimits sets the RateLimited condition from what GitHub reported during the pass, and
@@ -199,6 +233,8 @@ type plan struct {
 	budget int
 	// errs are Applications that cannot be planned (a bad ignoreApplicationDifferences rule).
 	errs map[string]error
+	// deferred counts deletions that wait for a later step's (deletionOrder Reverse).
+	deferred int
 }
 
 // hold is why a pass deletes none of the Applications that are no longer generated.
@@ -270,8 +306,48 @@ func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *apps
 	budget, limited := deletionBudget(set, len(existing))
 	if limited && len(p.delete) > budget && set.Annotations[AnnotationConfirmDeletions] != fmt.Sprint(len(p.delete)) {
 		p.held, p.heldBy, p.budget, p.delete = len(p.delete), holdBudget, budget, nil
+		return p
 	}
+	p.delete, p.deferred = deletionsInOrder(set, p.delete, existing)
 	return p
+}
+
+// deletionsInOrder applies strategy.deletionOrder Reverse: of the Applications to delete,
+// only those of the last step that has any go now (Applications no step matches first), and
+// only once no Application of a later step is still being deleted. It returns the deletions
+// of this pass and how many wait.
+func deletionsInOrder(set *navarchv1.ApplicationSet, deletes []*navarchv1.Application, existing map[string]*navarchv1.Application) (now []*navarchv1.Application, deferred int) {
+	if !rollingSync(set) || set.Spec.Strategy.DeletionOrder != navarchv1.DeletionOrderReverse || len(deletes) == 0 {
+		return deletes, 0
+	}
+	steps, err := compileSteps(set)
+	if err != nil {
+		return deletes, 0 // the rollout reports the error; deletions keep Argo CD's default order
+	}
+	// rank orders deletion: no step first, then the last step down to the first.
+	rank := func(app *navarchv1.Application) int {
+		if i := stepOf(steps, app); i >= 0 {
+			return len(steps) - i
+		}
+		return 0
+	}
+	first := len(steps) + 1
+	for _, app := range deletes {
+		first = min(first, rank(app))
+	}
+	for _, app := range existing {
+		if !app.DeletionTimestamp.IsZero() {
+			first = min(first, rank(app)) // a later step still going: wait for it
+		}
+	}
+	for _, app := range deletes {
+		if rank(app) == first {
+			now = append(now, app)
+		} else {
+			deferred++
+		}
+	}
+	return now, deferred
 }
 
 // desired completes a rendered Application with what the controller owns: the owner

@@ -241,6 +241,7 @@ func Run(ctx context.Context, opts Options) error {
 			Client:           mgr.GetClient(),
 			Git:              appset.GitReader(reader, creds.Lookup),
 			GitHub:           github,
+			Events:           mgr.GetEventRecorder("navarch"),
 			WriteConcurrency: opts.WriteConcurrency,
 			MaxParamSets:     opts.MaxParamSets,
 			ErrorRequeue:     opts.ErrorRequeue,
