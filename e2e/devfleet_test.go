@@ -145,14 +145,14 @@ func TestDevUpStartsAFleetThatDevDownRemoves(t *testing.T) {
 
 	// status lists every component as running, also as JSON.
 	status := navarch(t, append([]string{"dev", "status"}, sd...)...)
-	if strings.Count(status, "Running") != 5 { // supervisor, git, management, 2 workload clusters
-		t.Errorf("dev status does not show 5 running components:\n%s", status)
+	if strings.Count(status, "Running") != 6 { // supervisor, git, github, management, 2 workload clusters
+		t.Errorf("dev status does not show 6 running components:\n%s", status)
 	}
 	var fromJSON devfleet.State
 	if err := json.Unmarshal([]byte(navarch(t, append([]string{"dev", "status", "-o", "json"}, sd...)...)), &fromJSON); err != nil {
 		t.Fatalf("dev status -o json: %v", err)
 	}
-	if len(fromJSON.Clusters) != 2 || !fromJSON.Ready {
+	if len(fromJSON.Clusters) != 2 || !fromJSON.Ready || fromJSON.GitHub.APIURL == "" || fromJSON.GitHub.Token == "" {
 		t.Errorf("dev status -o json: %+v", fromJSON)
 	}
 
