@@ -698,6 +698,9 @@ type RolloutStatus struct {
 	// restarts the rollout from the first step.
 	// +optional
 	Revisions string `json:"revisions,omitempty"`
+	// restartedAt is when a new commit restarted the rollout before it had completed.
+	// +optional
+	RestartedAt *metav1.Time `json:"restartedAt,omitempty"`
 	// message says what the rollout waits for, or why it halted.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -327,10 +327,12 @@ func (p *rolloutPass) advance(ctx context.Context) {
 	}
 	digest := p.revisionsDigest()
 	if ro.Revisions != digest {
+		var restarted *metav1.Time
 		if ro.Revisions != "" && ro.Phase != navarchv1.RolloutPhaseCompleted {
 			p.event(corev1.EventTypeNormal, "RolloutRestarted", "new revisions %s: the rollout restarts from step 1", p.revisionList())
+			restarted = &p.now
 		}
-		*ro = navarchv1.RolloutStatus{Revisions: digest, Step: 1, StepStartedAt: &p.now}
+		*ro = navarchv1.RolloutStatus{Revisions: digest, Step: 1, StepStartedAt: &p.now, RestartedAt: restarted}
 	}
 	if ro.Step < 1 {
 		ro.Step, ro.StepStartedAt = 1, &p.now
@@ -539,6 +541,9 @@ func (p *rolloutPass) startSync(ctx context.Context, m *member) error {
 // setPhase records the rollout's phase and message and the RolloutProgressing condition.
 func (p *rolloutPass) setPhase(phase navarchv1.RolloutPhase, msg string) {
 	ro := p.set.Status.Rollout
+	if ro.RestartedAt != nil && phase != navarchv1.RolloutPhaseCompleted {
+		msg += fmt.Sprintf(" (restarted from step 1 at %s: a new revision arrived mid-rollout)", ro.RestartedAt.UTC().Format(time.RFC3339))
+	}
 	ro.Phase, ro.Message = phase, msg
 	switch phase {
 	case navarchv1.RolloutPhaseCompleted:
