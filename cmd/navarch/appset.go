@@ -18,10 +18,11 @@ import (
 )
 
 func newAppSetCommand() *cobra.Command {
-	return commandGroup("appset", "List and inspect ApplicationSets, and preview what they generate",
+	return commandGroup("appset", "List and inspect ApplicationSets, preview what they generate, and steer their rollouts",
 		`appset works with the ApplicationSets in the management cluster.`,
 		[]string{"appsets", "applicationset", "applicationsets"},
-		newAppSetListCommand(), newAppSetGetCommand(), newAppSetGenerateCommand())
+		newAppSetListCommand(), newAppSetGetCommand(), newAppSetGenerateCommand(),
+		newAppSetRolloutCommand(), newAppSetPromoteCommand(), newAppSetPauseCommand(), newAppSetResumeCommand())
 }
 
 func newAppSetListCommand() *cobra.Command {
