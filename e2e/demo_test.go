@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/devfleet"
 	"github.com/navarch-io/navarch/internal/gitserver"
 )
@@ -100,6 +101,30 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 		}
 	}
 	t.Logf("the change reached all %d clusters %s after the push", len(state.Clusters), time.Since(pushed).Round(100*time.Millisecond))
+
+	// The apps ApplicationSet rolls out env by env: staging's sync began once dev's had
+	// finished and dev had stayed Healthy for its 5 s soak, prod's once staging's had finished.
+	mgmt := clientFor(t, state.Management.Kubeconfig)
+	ops := map[string]*navarchv1.OperationState{}
+	for _, name := range []string{"guestbook-dev-1", "guestbook-staging-2", "guestbook-prod-3"} {
+		app := &navarchv1.Application{}
+		if err := mgmt.Get(context.Background(), client.ObjectKey{Namespace: "demo", Name: name}, app); err != nil {
+			t.Fatal(err)
+		}
+		op := app.Status.OperationState
+		if op == nil || op.FinishedAt == nil || op.Operation.InitiatedBy.Username != "applicationset/apps" {
+			t.Fatalf("%s: the last operation %+v was not the rollout's", name, op)
+		}
+		ops[name] = op
+	}
+	dev, staging, prod := ops["guestbook-dev-1"], ops["guestbook-staging-2"], ops["guestbook-prod-3"]
+	// Times are recorded to the second.
+	if staging.StartedAt.Time.Before(dev.FinishedAt.Add(4 * time.Second)) {
+		t.Errorf("staging's sync started at %s, before dev's (finished %s) had soaked 5 s", staging.StartedAt, dev.FinishedAt)
+	}
+	if prod.StartedAt.Time.Before(staging.FinishedAt.Time) {
+		t.Errorf("prod's sync started at %s, before staging's finished at %s", prod.StartedAt, staging.FinishedAt)
+	}
 
 	t.Run("a pull request gets a preview environment until it closes", func(t *testing.T) {
 		previewEnvironmentIsCreatedAndTornDown(t, stateDir, state)
