@@ -101,7 +101,7 @@ spec:
 			"Step:             2 of 3, started 30m ago\n",
 			"Message:          step 2 requires approval\n",
 			"Approve with:     navarch appset promote fleet -n rollouts\n",
-			"1 Application matches no step (STEP none): add a step whose matchExpressions select it.\n")
+			"1 Application matches no step (STEP none), and the rollout never syncs it: add a step whose matchExpressions select it.\n")
 		steps := out[strings.Index(out, "Steps:"):strings.Index(out, "Applications:")]
 		cliAssertTable(t, "appset rollout steps", strings.TrimPrefix(steps, "Steps:"), [][]string{
 			{"STEP", "SELECTOR", "MAX-UPDATE", "SOAK", "APPROVAL", "APPLICATIONS", "STATE"},

@@ -211,8 +211,8 @@ func printRollout(out io.Writer, set *navarchv1.ApplicationSet, now time.Time, p
 		return err
 	}
 	if n := unmatched(apps); n > 0 {
-		fmt.Fprintf(out, "\n%d %s no step (STEP none): add a step whose matchExpressions %s.\n",
-			n, plural(n, "Application matches", "Applications match"), plural(n, "select it", "select them"))
+		fmt.Fprintf(out, "\n%d %s no step (STEP none), and the rollout never syncs %s: add a step whose matchExpressions select %s.\n",
+			n, plural(n, "Application matches", "Applications match"), plural(n, "it", "them"), plural(n, "it", "them"))
 	}
 	return nil
 }

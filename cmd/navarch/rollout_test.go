@@ -103,7 +103,7 @@ func TestPrintRolloutWaitingForApproval(t *testing.T) {
 		"  api-prod-us      3      Waiting   1a2b3c4d   50m     waiting for step 3\n" +
 		"  api-lab          none   Waiting   1a2b3c4d   50m     no step selects it\n" +
 		"\n" +
-		"1 Application matches no step (STEP none): add a step whose matchExpressions select it.\n"
+		"1 Application matches no step (STEP none), and the rollout never syncs it: add a step whose matchExpressions select it.\n"
 	if got := renderRollout(t, rolloutSet(nil)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -242,7 +242,7 @@ func TestPrintRollout(t *testing.T) {
 				"  3      (every Application)               25%          1h     required   2 Waiting      waiting\n",
 				"  api-lab          none   Waiting   1a2b3c4d   50m     no step selects it\n",
 				"  api-edge         none   Healthy   -          -       -\n",
-				"2 Applications match no step (STEP none): add a step whose matchExpressions select them.\n",
+				"2 Applications match no step (STEP none), and the rollout never syncs them: add a step whose matchExpressions select them.\n",
 			},
 		},
 	}
