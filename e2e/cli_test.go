@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,23 +130,40 @@ func (e *cliEnv) expectExit(t *testing.T, code int, want string, args ...string)
 	return r
 }
 
-// cliProcess is a navarch process the test interacts with while it runs.
+// cliProcess is a navarch process the test interacts with while it runs: it reads one of its
+// streams (stderr for progress, stdout for a watch) line by line as it comes and buffers the
+// other.
 type cliProcess struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
-	lines  chan string
-	mu     sync.Mutex
-	stderr []string
-	done   chan struct{}
+	cmd      *exec.Cmd
+	stream   string // the stream followed: "stdout" or "stderr"
+	other    bytes.Buffer
+	lines    chan string
+	mu       sync.Mutex
+	followed []string
+	done     chan struct{}
 }
 
-// start starts navarch; its stderr is read line by line as it comes.
+// start starts navarch and follows its stderr.
 func (e *cliEnv) start(t *testing.T, args ...string) *cliProcess {
 	t.Helper()
-	b := &cliProcess{lines: make(chan string, 1000), done: make(chan struct{})}
+	return e.startFollowing(t, "stderr", args...)
+}
+
+// startFollowing starts navarch and follows stream ("stdout" or "stderr").
+func (e *cliEnv) startFollowing(t *testing.T, stream string, args ...string) *cliProcess {
+	t.Helper()
+	b := &cliProcess{stream: stream, lines: make(chan string, 1000), done: make(chan struct{})}
 	b.cmd = exec.Command(navarchBinary, append(args, "--kubeconfig", e.kubeconfig)...)
-	b.cmd.Stdout, b.cmd.Env = &b.stdout, cliEnviron()
-	pipe, err := b.cmd.StderrPipe()
+	b.cmd.Env = cliEnviron()
+	var pipe io.ReadCloser
+	var err error
+	if stream == "stdout" {
+		b.cmd.Stderr = &b.other
+		pipe, err = b.cmd.StdoutPipe()
+	} else {
+		b.cmd.Stdout = &b.other
+		pipe, err = b.cmd.StderrPipe()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +175,7 @@ func (e *cliEnv) start(t *testing.T, args ...string) *cliProcess {
 		s := bufio.NewScanner(pipe)
 		for s.Scan() {
 			b.mu.Lock()
-			b.stderr = append(b.stderr, s.Text())
+			b.followed = append(b.followed, s.Text())
 			b.mu.Unlock()
 			b.lines <- s.Text()
 		}
@@ -171,7 +189,7 @@ func (e *cliEnv) start(t *testing.T, args ...string) *cliProcess {
 	return b
 }
 
-// waitForLine waits until the process prints a line to stderr that contains want.
+// waitForLine waits until the process prints a line to the followed stream that contains want.
 func (b *cliProcess) waitForLine(t *testing.T, want string) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
@@ -182,17 +200,17 @@ func (b *cliProcess) waitForLine(t *testing.T, want string) {
 				return
 			}
 		case <-b.done:
-			t.Fatalf("navarch ended without printing %q; stderr:\n%s", want, b.stderrText())
+			t.Fatalf("navarch ended without printing %q; %s:\n%s", want, b.stream, b.followedText())
 		case <-deadline:
-			t.Fatalf("navarch did not print %q within 30s; stderr so far:\n%s", want, b.stderrText())
+			t.Fatalf("navarch did not print %q within 30s; %s so far:\n%s", want, b.stream, b.followedText())
 		}
 	}
 }
 
-func (b *cliProcess) stderrText() string {
+func (b *cliProcess) followedText() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return strings.Join(b.stderr, "\n")
+	return strings.Join(b.followed, "\n")
 }
 
 // wait waits for the process to exit and returns its result.
@@ -200,14 +218,14 @@ func (b *cliProcess) wait(t *testing.T) cliResult {
 	t.Helper()
 	exited := make(chan error, 1)
 	go func() {
-		<-b.done // all of stderr read before Wait closes the pipe
+		<-b.done // the whole followed stream read before Wait closes the pipe
 		exited <- b.cmd.Wait()
 	}()
 	var err error
 	select {
 	case err = <-exited:
 	case <-time.After(time.Minute):
-		t.Fatalf("navarch did not exit within a minute; stderr:\n%s", b.stderrText())
+		t.Fatalf("navarch did not exit within a minute; %s:\n%s", b.stream, b.followedText())
 	}
 	code := 0
 	var exit *exec.ExitError
@@ -216,7 +234,11 @@ func (b *cliProcess) wait(t *testing.T) cliResult {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return cliResult{stdout: b.stdout.String(), stderr: b.stderrText(), code: code}
+	r := cliResult{stdout: b.other.String(), stderr: b.followedText(), code: code}
+	if b.stream == "stdout" {
+		r.stdout, r.stderr = b.followedText()+"\n", b.other.String()
+	}
+	return r
 }
 
 func (e *cliEnv) createNamespace(t *testing.T, name string) {

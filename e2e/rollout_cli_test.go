@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,13 +17,16 @@ import (
 	"github.com/navarch-io/navarch/internal/localcluster"
 )
 
+// rolloutNamespace holds the ApplicationSets of TestOperatorFollowsPromotesPausesAndResumesARollout.
+const rolloutNamespace = "rollouts"
+
 // TestOperatorFollowsPromotesPausesAndResumesARollout runs the rollout commands against a real
 // management cluster. As in TestCLI no controller runs: the test writes the rollout status the
 // way the controller does, and checks what the user sees and the annotations the CLI writes.
 func TestOperatorFollowsPromotesPausesAndResumesARollout(t *testing.T) {
 	cluster := localcluster.StartForTest(t, localcluster.Options{Name: "rollout-cli", CRDDirectoryPaths: []string{"../config/crd/bases"}})
 	env := &cliEnv{cluster: cluster, c: cliClientFor(t, cluster.KubeconfigPath()), kubeconfig: cluster.KubeconfigPath()}
-	const ns = "rollouts"
+	const ns = rolloutNamespace
 	env.createNamespace(t, ns)
 	ctx := context.Background()
 
@@ -76,7 +75,7 @@ spec:
 	}
 	// Step 1 is done; step 2 waits for approval. api-lab was generated before the steps were
 	// narrowed to dev, staging and prod: no step selects it.
-	env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+	env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 		st.Rollout = &navarchv1.RolloutStatus{Phase: navarchv1.RolloutPhaseWaitingForApproval, Step: 2,
 			StepStartedAt: cliAgoPtr(30 * time.Minute), Revisions: "sha256:4f2a", Message: "step 2 requires approval"}
 		st.ApplicationStatus = []navarchv1.RolloutApplicationStatus{
@@ -109,8 +108,8 @@ spec:
 			{"2", "env", "In", "(staging)", "1", "30m", "required", "1", "Waiting", "current"},
 			{"3", "env", "In", "(prod)", "25%", "1h", "required", "2", "Waiting", "waiting"},
 		})
-		apps := out[strings.Index(out, "Applications:"):]
-		cliAssertTable(t, "appset rollout applications", strings.TrimPrefix(apps, "Applications:"), [][]string{
+		_, apps, _ := strings.Cut(out, "Applications:")
+		cliAssertTable(t, "appset rollout applications", apps, [][]string{
 			{"APPLICATION", "STEP", "STATUS", "REVISION", "SINCE", "MESSAGE"},
 			{"api-dev-1", "1", "Healthy", "1a2b3c4d", "42m", "Synced", "and", "Healthy"},
 			{"api-staging-eu", "2", "Waiting", "1a2b3c4d", "50m", "waiting", "for", "approval", "of", "step", "2"},
@@ -137,16 +136,16 @@ spec:
 		env.expectExit(t, 1, "ApplicationSet rollouts/fleet has no step 4: its rollout has steps 1 to 3", "appset", "promote", "fleet", "-n", ns, "--step", "4")
 		env.expectExit(t, 2, "--step must be a step number, from 1, got 0", "appset", "promote", "fleet", "-n", ns, "--step", "0")
 		env.expectExit(t, 1, `ApplicationSet "nope" not found in namespace "rollouts"`, "appset", "promote", "nope", "-n", ns)
-		env.assertAnnotations(t, ns, "fleet", map[string]string{"team": "payments"})
+		env.assertAnnotations(t, "fleet", map[string]string{"team": "payments"})
 
 		out := env.mustRun(t, "appset", "promote", "fleet", "-n", ns)
 		cliAssertContains(t, "appset promote", out, "Approved step 2 of 3 (env In (staging)) of ApplicationSet rollouts/fleet with navarch.io/promote=2")
-		env.assertAnnotations(t, ns, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationPromote: "2"})
+		env.assertAnnotations(t, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationPromote: "2"})
 		cliAssertContains(t, "appset rollout after promote", env.mustRun(t, "appset", "rollout", "fleet", "-n", ns),
 			"Promote:          step 2 requested (navarch.io/promote), waiting for the controller to record it\n")
 
 		// The controller records the approval, removes the annotation and starts the step.
-		env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+		env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 			st.Rollout.Phase, st.Rollout.ApprovedSteps, st.Rollout.Message = navarchv1.RolloutPhaseProgressing, []int32{2}, ""
 		})
 		env.removeAnnotation(t, ns, "fleet", navarchv1.AnnotationPromote)
@@ -156,14 +155,14 @@ spec:
 		// A later step may be approved ahead of time.
 		cliAssertContains(t, "appset promote --step 3", env.mustRun(t, "appset", "promote", "fleet", "-n", ns, "--step", "3"),
 			"Approved step 3 of 3 (env In (prod))")
-		env.assertAnnotations(t, ns, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationPromote: "3"})
+		env.assertAnnotations(t, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationPromote: "3"})
 		env.removeAnnotation(t, ns, "fleet", navarchv1.AnnotationPromote)
 	})
 
 	t.Run("PauseAndResumeAddAndRemoveTheAnnotation", func(t *testing.T) {
 		cliAssertContains(t, "appset pause", env.mustRun(t, "appset", "pause", "fleet", "-n", ns),
 			"Paused the rollout of ApplicationSet rollouts/fleet: set navarch.io/rollout-paused=true")
-		env.assertAnnotations(t, ns, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationRolloutPaused: "true"})
+		env.assertAnnotations(t, "fleet", map[string]string{"team": "payments", navarchv1.AnnotationRolloutPaused: "true"})
 		cliAssertContains(t, "appset pause again", env.mustRun(t, "appset", "pause", "fleet", "-n", ns),
 			"The rollout of ApplicationSet rollouts/fleet is already paused")
 		cliAssertContains(t, "appset rollout while paused", env.mustRun(t, "appset", "rollout", "fleet", "-n", ns),
@@ -172,19 +171,19 @@ spec:
 
 		cliAssertContains(t, "appset resume", env.mustRun(t, "appset", "resume", "fleet", "-n", ns),
 			"Resumed the rollout of ApplicationSet rollouts/fleet: removed navarch.io/rollout-paused")
-		env.assertAnnotations(t, ns, "fleet", map[string]string{"team": "payments"})
+		env.assertAnnotations(t, "fleet", map[string]string{"team": "payments"})
 		cliAssertContains(t, "appset resume again", env.mustRun(t, "appset", "resume", "fleet", "-n", ns),
 			"The rollout of ApplicationSet rollouts/fleet is not paused (no navarch.io/rollout-paused annotation); nothing to do.")
 	})
 
 	t.Run("WatchPrintsEachChangeUntilTheRolloutCompletes", func(t *testing.T) {
-		w := env.startWatch(t, "appset", "rollout", "fleet", "-n", ns, "-w")
-		w.waitForStdout(t, "Phase:            Progressing")
-		env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+		w := env.startFollowing(t, "stdout", "appset", "rollout", "fleet", "-n", ns, "-w")
+		w.waitForLine(t, "Phase:            Progressing")
+		env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 			st.Rollout.Step, st.Rollout.StepStartedAt, st.Rollout.ApprovedSteps = 3, cliAgoPtr(0), []int32{2, 3}
 		})
-		w.waitForStdout(t, "Step:             3 of 3")
-		env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+		w.waitForLine(t, "Step:             3 of 3")
+		env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 			st.Rollout.Phase = navarchv1.RolloutPhaseCompleted
 			for i := range st.ApplicationStatus {
 				if st.ApplicationStatus[i].Step != "" {
@@ -203,12 +202,12 @@ spec:
 	})
 
 	t.Run("WatchEndsWithExit1WhenTheRolloutHalts", func(t *testing.T) {
-		env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+		env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 			st.Rollout = &navarchv1.RolloutStatus{Phase: navarchv1.RolloutPhaseProgressing, Step: 1, StepStartedAt: cliAgoPtr(0)}
 		})
-		w := env.startWatch(t, "appset", "rollout", "fleet", "-n", ns, "-w")
-		w.waitForStdout(t, "Step:             1 of 3")
-		env.writeRollout(t, ns, "fleet", func(st *navarchv1.ApplicationSetStatus) {
+		w := env.startFollowing(t, "stdout", "appset", "rollout", "fleet", "-n", ns, "-w")
+		w.waitForLine(t, "Step:             1 of 3")
+		env.writeRollout(t, func(st *navarchv1.ApplicationSetStatus) {
 			st.Rollout.Phase, st.Rollout.Message = navarchv1.RolloutPhaseHalted, "step 1: api-dev-1 failed"
 		})
 		r := w.wait(t)
@@ -232,13 +231,14 @@ spec:
 		}
 		env.expectExit(t, 1, "there is no rollout to pause", "appset", "pause", "web", "-n", ns)
 		env.expectExit(t, 1, "there is no rollout to promote", "appset", "promote", "web", "-n", ns)
-		env.assertAnnotations(t, ns, "web", nil)
+		env.assertAnnotations(t, "web", nil)
 	})
 }
 
-// writeRollout changes the status of an ApplicationSet as the controller would.
-func (e *cliEnv) writeRollout(t *testing.T, namespace, name string, mutate func(*navarchv1.ApplicationSetStatus)) {
+// writeRollout changes the status of the ApplicationSet "fleet" as the controller would.
+func (e *cliEnv) writeRollout(t *testing.T, mutate func(*navarchv1.ApplicationSetStatus)) {
 	t.Helper()
+	namespace, name := rolloutNamespace, "fleet"
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		set := &navarchv1.ApplicationSet{}
@@ -266,8 +266,9 @@ func (e *cliEnv) removeAnnotation(t *testing.T, namespace, name, key string) {
 
 // assertAnnotations checks the annotations of an ApplicationSet: the CLI adds and removes
 // its own and leaves the others alone.
-func (e *cliEnv) assertAnnotations(t *testing.T, namespace, name string, want map[string]string) {
+func (e *cliEnv) assertAnnotations(t *testing.T, name string, want map[string]string) {
 	t.Helper()
+	namespace := rolloutNamespace
 	set := &navarchv1.ApplicationSet{}
 	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, set); err != nil {
 		t.Fatal(err)
@@ -275,93 +276,4 @@ func (e *cliEnv) assertAnnotations(t *testing.T, namespace, name string, want ma
 	if len(set.Annotations) != len(want) || !maps.Equal(set.Annotations, want) {
 		t.Errorf("annotations of %s are %v, want %v", name, set.Annotations, want)
 	}
-}
-
-// rolloutWatch is a running navarch appset rollout -w whose stdout the test reads as it comes.
-type rolloutWatch struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	mu     sync.Mutex
-	stdout []string
-	stderr strings.Builder
-	done   chan struct{}
-}
-
-func (e *cliEnv) startWatch(t *testing.T, args ...string) *rolloutWatch {
-	t.Helper()
-	w := &rolloutWatch{lines: make(chan string, 1000), done: make(chan struct{})}
-	w.cmd = exec.Command(navarchBinary, append(args, "--kubeconfig", e.kubeconfig)...)
-	w.cmd.Stderr, w.cmd.Env = &w.stderr, cliEnviron()
-	pipe, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(w.done)
-		s := bufio.NewScanner(pipe)
-		for s.Scan() {
-			w.mu.Lock()
-			w.stdout = append(w.stdout, s.Text())
-			w.mu.Unlock()
-			w.lines <- s.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		if w.cmd.ProcessState == nil {
-			_ = w.cmd.Process.Kill()
-			_ = w.cmd.Wait()
-		}
-	})
-	return w
-}
-
-// waitForStdout waits until navarch prints a line that contains want.
-func (w *rolloutWatch) waitForStdout(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case line := <-w.lines:
-			if strings.Contains(line, want) {
-				return
-			}
-		case <-w.done:
-			t.Fatalf("navarch ended without printing %q; stdout:\n%s", want, w.stdoutText())
-		case <-deadline:
-			t.Fatalf("navarch did not print %q within 30s; stdout so far:\n%s", want, w.stdoutText())
-		}
-	}
-}
-
-func (w *rolloutWatch) stdoutText() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.stdout, "\n") + "\n"
-}
-
-// wait waits for navarch to exit by itself and returns what it printed.
-func (w *rolloutWatch) wait(t *testing.T) cliResult {
-	t.Helper()
-	exited := make(chan error, 1)
-	go func() {
-		<-w.done // all of stdout read before Wait closes the pipe
-		exited <- w.cmd.Wait()
-	}()
-	var err error
-	select {
-	case err = <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("navarch did not exit within 30s; stdout:\n%s", w.stdoutText())
-	}
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return cliResult{stdout: w.stdoutText(), stderr: w.stderr.String(), code: code}
 }
