@@ -123,13 +123,13 @@ func Generate(ctx context.Context, spec *navarchv1.ApplicationSetSpec, in Inputs
 func MinRequeueAfter(results []Result) time.Duration {
 	var d time.Duration
 	for _, r := range results {
-		d = minRequeue(d, r.RequeueAfter)
+		d = MinRequeue(d, r.RequeueAfter)
 	}
 	return d
 }
 
-// minRequeue is the smaller of two requeue intervals, where 0 means "none".
-func minRequeue(a, b time.Duration) time.Duration {
+// MinRequeue is the smaller of two requeue intervals, where 0 means "none".
+func MinRequeue(a, b time.Duration) time.Duration {
 	switch {
 	case a <= 0:
 		return b

@@ -73,7 +73,7 @@ func childrenRequeue(field string, specs []navarchv1.NestedGenerator) time.Durat
 func minChildRequeue(children []Generator) time.Duration {
 	var d time.Duration
 	for _, c := range children {
-		d = minRequeue(d, c.RequeueAfter())
+		d = MinRequeue(d, c.RequeueAfter())
 	}
 	return d
 }

@@ -98,12 +98,14 @@ func (d *devPR) pull(ctx context.Context, number int) (*github.PullRequest, erro
 	return pr, nil
 }
 
-func prNumber(arg string) (int, error) {
+// openDevPRNumber parses a pull request number argument and opens the dev fleet.
+func openDevPRNumber(stateDir, arg string) (int, *devPR, error) {
 	n, err := strconv.Atoi(arg)
 	if err != nil || n < 1 {
-		return 0, usageError{fmt.Errorf("NUMBER must be a pull request number, got %q", arg)}
+		return 0, nil, usageError{fmt.Errorf("NUMBER must be a pull request number, got %q", arg)}
 	}
-	return n, nil
+	d, err := openDevPR(stateDir)
+	return n, d, err
 }
 
 func parseFiles(pairs []string) (map[string]string, error) {
@@ -173,15 +175,11 @@ func newDevPRPushCommand(stateDir *string) *cobra.Command {
 		Short: "Push a new commit to a pull request's branch",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := prNumber(args[0])
-			if err != nil {
-				return err
-			}
 			changes, err := parseFiles(files)
 			if err != nil {
 				return err
 			}
-			d, err := openDevPR(*stateDir)
+			n, d, err := openDevPRNumber(*stateDir, args[0])
 			if err != nil {
 				return err
 			}
@@ -209,11 +207,7 @@ func newDevPRCloseCommand(stateDir *string) *cobra.Command {
 		Short: "Close a pull request (--merge to merge it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := prNumber(args[0])
-			if err != nil {
-				return err
-			}
-			d, err := openDevPR(*stateDir)
+			n, d, err := openDevPRNumber(*stateDir, args[0])
 			if err != nil {
 				return err
 			}
@@ -234,11 +228,7 @@ func newDevPRStatusCommand(stateDir *string) *cobra.Command {
 		Short: "Show a pull request and the commit statuses of its head commit",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := prNumber(args[0])
-			if err != nil {
-				return err
-			}
-			d, err := openDevPR(*stateDir)
+			n, d, err := openDevPRNumber(*stateDir, args[0])
 			if err != nil {
 				return err
 			}

@@ -185,18 +185,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
 	}
 	outcome = "success"
-	return ctrl.Result{RequeueAfter: soonest(max(exp.RequeueAfter, requeue), rolloutRequeue)}, nil
-}
-
-// soonest is the smaller of two requeue intervals, where 0 means none.
-func soonest(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
+	return ctrl.Result{RequeueAfter: generators.MinRequeue(max(exp.RequeueAfter, requeue), rolloutRequeue)}, nil
 }
 
 // rateLimits sets the RateLimited condition from what GitHub reported during the pass, and
