@@ -38,6 +38,9 @@ import (
 //     only the soak and the deadline.
 //   - A new revision (the set of revisions the Applications compare against changes) restarts
 //     the rollout from the first step.
+//   - A sync the rollout requested is not requested again once it succeeded, while the
+//     Application is not yet compared as Synced: the status that ends a sync carries the
+//     comparison from before it.
 //
 // The state is kept in status.applicationStatus and status.rollout, written only when it
 // changes, so a rollout that waits costs no writes.
@@ -272,6 +275,10 @@ func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus
 	requested := prev.Status == navarchv1.RolloutPending || prev.Status == navarchv1.RolloutProgressing
 	startedSinceRequest := op != nil && prev.LastTransitionTime != nil && !op.StartedAt.Before(prev.LastTransitionTime)
 	atTarget := st.Sync.Status == navarchv1.SyncStatusSynced && st.Sync.Revision == s.TargetRevision
+	// A sync of the target that succeeded since the rollout requested it (or, after a crash
+	// between the request and the status that records it, since it began to wait for it).
+	syncedTarget := op != nil && op.Phase == navarchv1.OperationSucceeded && op.SyncResult != nil && op.SyncResult.Revision == s.TargetRevision &&
+		prev.TargetRevision == s.TargetRevision && (requested || (prev.Status == navarchv1.RolloutWaiting && startedSinceRequest))
 	switch {
 	case op != nil && (op.Phase == navarchv1.OperationRunning || op.Phase == navarchv1.OperationTerminating):
 		return set(navarchv1.RolloutProgressing, "syncing: "+oneLine(op.Message))
@@ -287,6 +294,12 @@ func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus
 		return set(navarchv1.RolloutFailed, prev.Message)
 	case atTarget:
 		return set(navarchv1.RolloutProgressing, fmt.Sprintf("Synced, %s", orUnknown(string(st.Health.Status))))
+	case syncedTarget:
+		// The status write that ends a sync carries the comparison made before the sync applied
+		// anything; the next comparison shows its result. Syncing again now would sync the
+		// commit twice (and, were it never to compare as Synced, forever).
+		return set(navarchv1.RolloutProgressing, fmt.Sprintf("synced %s, compared as %s: waits for a comparison showing it Synced",
+			short(s.TargetRevision), orUnknown(string(st.Sync.Status))))
 	case prev.Status == navarchv1.RolloutPending && prev.TargetRevision == s.TargetRevision && !startedSinceRequest:
 		// The request may not be in the cache yet, or the sync not begun: wait for a sign of
 		// it, and ask again if none comes.

@@ -134,6 +134,12 @@ func TestRolloutStateOfAnApplication(t *testing.T) {
 			a.Status.OperationState = &navarchv1.OperationState{Phase: phase, StartedAt: started, Message: "no luck"}
 		}
 	}
+	succeeded := func(revision string, started metav1.Time) func(*navarchv1.Application) {
+		return func(a *navarchv1.Application) {
+			a.Status.OperationState = &navarchv1.OperationState{Phase: navarchv1.OperationSucceeded, StartedAt: started,
+				SyncResult: &navarchv1.SyncOperationResult{Revision: revision}}
+		}
+	}
 	requested := navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutPending, TargetRevision: rev, LastTransitionTime: &earlier}
 	tests := []struct {
 		name  string
@@ -159,6 +165,17 @@ func TestRolloutStateOfAnApplication(t *testing.T) {
 		{"failed after the request", live(operation(navarchv1.OperationFailed, metav1.Now())), 0, requested, navarchv1.RolloutFailed, "sync failed after its retries: no luck"},
 		{"a failure from before the request does not count", live(operation(navarchv1.OperationFailed, metav1.NewTime(earlier.Add(-time.Minute)))), 0,
 			requested, navarchv1.RolloutPending, "sync requested"},
+		{"synced, the comparison from before the sync", live(succeeded(rev, metav1.Now())), 0,
+			navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutProgressing, TargetRevision: rev, LastTransitionTime: &earlier},
+			navarchv1.RolloutProgressing, "waits for a comparison showing it Synced"},
+		{"synced after a request whose status a crash lost", live(succeeded(rev, metav1.Now())), 0,
+			navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutWaiting, TargetRevision: rev, LastTransitionTime: &earlier},
+			navarchv1.RolloutProgressing, "waits for a comparison showing it Synced"},
+		{"drift after it was Healthy is synced again", live(succeeded(rev, metav1.NewTime(earlier.Add(-time.Minute)))), 0,
+			navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutHealthy, TargetRevision: rev, LastTransitionTime: &earlier},
+			navarchv1.RolloutWaiting, "OutOfSync at 22222222"},
+		{"a sync of an older commit does not count", live(succeeded(old, earlier)), 0, navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutHealthy, TargetRevision: old, LastTransitionTime: &earlier},
+			navarchv1.RolloutWaiting, "OutOfSync at 22222222"},
 		{"a request that never started is made again", live(nil), 0,
 			navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutPending, TargetRevision: rev, LastTransitionTime: &metav1.Time{Time: time.Now().Add(-2 * pendingTimeout)}},
 			navarchv1.RolloutWaiting, "requesting it again"},
