@@ -38,6 +38,10 @@ import (
 //     only the soak and the deadline.
 //   - A new revision (the set of revisions the Applications compare against changes) restarts
 //     the rollout from the first step.
+//   - Each Application resolves its branch when it is compared, so after a push the
+//     Applications of one source see the new commit one by one, a later step's maybe first.
+//     The rollout asks them all to compare again, and never syncs a commit to a step before
+//     every Application of the earlier steps with that source compares against it.
 //   - A sync the rollout requested is not requested again once it succeeded, while the
 //     Application is not yet compared as Synced: the status that ends a sync carries the
 //     comparison from before it.
@@ -178,9 +182,14 @@ type member struct {
 	name     string
 	step     int                    // -1: no step
 	live     *navarchv1.Application // nil until created
+	source   revisionSource
 	settings syncSettings
 	state    navarchv1.RolloutApplicationStatus
 }
+
+// revisionSource identifies the Applications whose commit is one resolution of one branch
+// (or tag): the same repository and targetRevision.
+type revisionSource struct{ repoURL, revision string }
 
 // rolloutPass is one evaluation of a rollout.
 type rolloutPass struct {
@@ -213,7 +222,8 @@ func (r *ApplicationSetReconciler) rollout(ctx context.Context, set *navarchv1.A
 		previous[s.Application] = s
 	}
 	for _, app := range rendered {
-		m := &member{name: app.Name, live: live[app.Name], settings: settings[app.Name], step: stepOf(steps, app)}
+		m := &member{name: app.Name, live: live[app.Name], settings: settings[app.Name], step: stepOf(steps, app),
+			source: revisionSource{app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision}}
 		m.state = p.observe(m, previous[app.Name])
 		p.members = append(p.members, m)
 	}
@@ -346,6 +356,7 @@ func (p *rolloutPass) advance(ctx context.Context) {
 			restarted = &p.now
 		}
 		*ro = navarchv1.RolloutStatus{Revisions: digest, Step: 1, StepStartedAt: &p.now, RestartedAt: restarted}
+		p.converge(ctx)
 	}
 	if ro.Step < 1 {
 		ro.Step, ro.StepStartedAt = 1, &p.now
@@ -505,6 +516,11 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 		if m.live == nil || m.state.TargetRevision == "" {
 			continue // not created or not compared yet: nothing to sync to
 		}
+		if o := p.behind(i, m); o != nil {
+			m.state.Message = fmt.Sprintf("at %s, which %s (step %d) does not compare against yet: waits for the earlier steps to have it",
+				short(m.state.TargetRevision), o.name, o.step+1)
+			continue
+		}
 		if err := p.startSync(ctx, m); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Rollout sync not started; retrying", "application", klog.KObj(m.live))
 			p.wake(time.Second)
@@ -515,6 +531,61 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 		inFlight++
 	}
 	return false, false, fmt.Sprintf("step %d of %d: %s (maxUpdate %d)", n, len(p.steps), p.describe(counts), limit)
+}
+
+// behind returns an Application of a step before step i, of the same source as m, that does
+// not compare against m's commit. Each Application resolves its branch when it is compared, so
+// after a push they see the new commit one by one, in no particular order: a later step's
+// Application may see it first. It must not get the commit before the earlier steps have it.
+func (p *rolloutPass) behind(i int, m *member) *member {
+	for _, o := range p.members {
+		if o.step >= 0 && o.step < i && o.source == m.source && o.state.TargetRevision != m.state.TargetRevision {
+			return o
+		}
+	}
+	return nil
+}
+
+// converge asks the Applications of a source whose commits disagree to compare with Git
+// again (the navarch.io/refresh annotation, as a push webhook or `navarch app diff
+// --refresh` would), so that they all see the newest commit and the rollout takes it through
+// every step in order, instead of waiting for each Application's next poll. It runs when the
+// set of revisions changes; an Application that cannot compare again (its cluster is down)
+// is simply waited for.
+func (p *rolloutPass) converge(ctx context.Context) {
+	commits := map[revisionSource]map[string]bool{}
+	for _, m := range p.members {
+		if m.live == nil || m.state.TargetRevision == "" {
+			continue
+		}
+		if commits[m.source] == nil {
+			commits[m.source] = map[string]bool{}
+		}
+		commits[m.source][m.state.TargetRevision] = true
+	}
+	for _, m := range p.members {
+		if len(commits[m.source]) < 2 || m.live == nil {
+			continue
+		}
+		if _, asked := m.live.Annotations[navarchv1.AnnotationRefresh]; asked {
+			continue
+		}
+		app := m.live.DeepCopy()
+		patch := client.MergeFrom(m.live.DeepCopy())
+		if app.Annotations == nil {
+			app.Annotations = map[string]string{}
+		}
+		app.Annotations[navarchv1.AnnotationRefresh] = p.now.UTC().Format(time.RFC3339)
+		if err := p.r.Client.Patch(ctx, app, patch); err != nil {
+			// The Application's next poll brings the commit as well; until then the rollout
+			// waits for it.
+			ctrl.LoggerFrom(ctx).Error(err, "Rollout could not ask an Application to compare again", "application", klog.KObj(app))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Rollout asked an Application to compare again", "application", klog.KObj(app),
+			"revision", m.state.TargetRevision)
+		m.live = app // a sync this pass starts is guarded by the new resourceVersion
+	}
 }
 
 func (p *rolloutPass) describe(counts map[navarchv1.RolloutApplicationState]int) string {

@@ -229,3 +229,37 @@ func TestReverseDeletionOrder(t *testing.T) {
 		t.Errorf("AllAtOnce: %d now, %d deferred", len(now), deferred)
 	}
 }
+
+// Applications see a new commit one by one. One of a later step that sees it first must not
+// get it before the earlier steps' Applications of its source have it.
+func TestALaterStepWaitsForTheEarlierStepsToHaveItsCommit(t *testing.T) {
+	main := revisionSource{"https://git.example/r.git", "main"}
+	release := revisionSource{"https://git.example/r.git", "release"}
+	m := func(name string, step int, src revisionSource, rev string) *member {
+		return &member{name: name, step: step, source: src, state: navarchv1.RolloutApplicationStatus{TargetRevision: rev}}
+	}
+	tests := []struct {
+		name    string
+		members []*member
+		want    string
+	}{
+		{"every earlier step has the commit", []*member{m("dev", 0, main, "new"), m("stg", 1, main, "new"), m("prod", 2, main, "new")}, ""},
+		{"dev has not seen it yet", []*member{m("dev", 0, main, "old"), m("stg", 1, main, "new"), m("prod", 2, main, "new")}, "dev"},
+		{"only later or equal steps differ", []*member{m("dev", 0, main, "new"), m("prod-b", 2, main, "old"), m("prod", 2, main, "new")}, ""},
+		{"another source's commits are its own", []*member{m("dev", 0, release, "old"), m("prod", 2, main, "new")}, ""},
+		{"an Application no step matches does not hold anything up", []*member{m("qa", -1, main, "old"), m("prod", 2, main, "new")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &rolloutPass{members: tt.members}
+			target := tt.members[len(tt.members)-1]
+			got := ""
+			if o := p.behind(target.step, target); o != nil {
+				got = o.name
+			}
+			if got != tt.want {
+				t.Errorf("behind = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
