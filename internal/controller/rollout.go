@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -494,7 +495,8 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 	if d := s.progressDeadline; d > 0 {
 		left := d - p.now.Sub(ro.StepStartedAt.Time)
 		if left <= 0 {
-			return false, true, fmt.Sprintf("halted at step %d of %d: not completed within its progressDeadline %s (%s)", n, len(p.steps), d, p.describe(counts))
+			return false, true, fmt.Sprintf("halted at step %d of %d: not completed within its progressDeadline %s (%s): %s; later steps are untouched. A new commit restarts the rollout",
+				n, len(p.steps), d, p.describe(counts), unfinished(members))
 		}
 		p.wake(left)
 	}
@@ -522,7 +524,13 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 			continue
 		}
 		if err := p.startSync(ctx, m); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Rollout sync not started; retrying", "application", klog.KObj(m.live))
+			if apierrors.IsConflict(err) {
+				// The cache is behind the Application: the event of its newer version brings
+				// another pass, which requests the sync against that version.
+				ctrl.LoggerFrom(ctx).V(1).Info("Rollout sync not started: the Application changed meanwhile", "application", klog.KObj(m.live))
+			} else {
+				ctrl.LoggerFrom(ctx).Error(err, "Rollout sync not started; retrying", "application", klog.KObj(m.live))
+			}
 			p.wake(time.Second)
 			continue
 		}
@@ -586,6 +594,18 @@ func (p *rolloutPass) converge(ctx context.Context) {
 			"revision", m.state.TargetRevision)
 		m.live = app // a sync this pass starts is guarded by the new resourceVersion
 	}
+}
+
+// unfinished names the Applications of a step that are not Healthy, with their state.
+func unfinished(members []*member) string {
+	var out []string
+	for _, m := range members {
+		if m.state.Status != navarchv1.RolloutHealthy {
+			out = append(out, fmt.Sprintf("%s (%s: %s)", m.name, m.state.Status, m.state.Message))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 func (p *rolloutPass) describe(counts map[navarchv1.RolloutApplicationState]int) string {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,39 @@ func TestALaterStepWaitsForTheEarlierStepsToHaveItsCommit(t *testing.T) {
 				t.Errorf("behind = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A step that passed its progressDeadline halts the rollout with a message that names the
+// Applications it waited for.
+func TestADeadlineHaltNamesTheUnfinishedApplications(t *testing.T) {
+	step := envStep(metav1.LabelSelectorOpIn, "dev")
+	step.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
+	set := rollingSet(step, envStep(metav1.LabelSelectorOpIn, "prod"))
+	steps, err := compileSteps(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.NewTime(time.Now().Add(-time.Minute))
+	set.Status.Rollout = &navarchv1.RolloutStatus{Step: 1, StepStartedAt: &started}
+	state := func(s navarchv1.RolloutApplicationState, msg string) navarchv1.RolloutApplicationStatus {
+		return navarchv1.RolloutApplicationStatus{Status: s, Message: msg}
+	}
+	p := &rolloutPass{set: set, steps: steps, now: metav1.Now(), members: []*member{
+		{name: "web-dev-a", step: 0, state: state(navarchv1.RolloutHealthy, "Synced and Healthy at 22222222")},
+		{name: "web-dev-b", step: 0, state: state(navarchv1.RolloutProgressing, "Synced, Progressing")},
+		{name: "web-prod", step: 1, state: state(navarchv1.RolloutWaiting, "OutOfSync at 22222222: waits for its step")},
+	}}
+	done, halted, msg := p.runStep(context.Background(), 0, false)
+	if done || !halted {
+		t.Fatalf("done %v, halted %v; want halted: %s", done, halted, msg)
+	}
+	for _, want := range []string{"progressDeadline 30s", "web-dev-b (Progressing: Synced, Progressing)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "web-dev-a") || strings.Contains(msg, "web-prod") {
+		t.Errorf("message %q names Applications that are done or not in the step", msg)
 	}
 }
