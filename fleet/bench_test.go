@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,3 +346,147 @@ func mean(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkRolloutStepGap measures the rollout budget of bench/README.md (run once:
+// -benchtime=1x): an ApplicationSet of 4 Applications (a ConfigMap each, on east and west),
+// rolled out by RollingSync in 4 steps of one Application each with no minSuccessTime. In each
+// of 4 rounds (the ApplicationSet's creation, then 3 pushes, each delivered as a webhook would,
+// by asking every Application to compare again) a watch on the Applications records when each
+// step's Application is Synced and Healthy at the round's commit, and when the next step's
+// sync of it is requested (its operation field set, the revision pinned). gap-ms is the time
+// between the two (goal ≤ 200), mean and max over the 12 step boundaries.
+func BenchmarkRolloutStepGap(b *testing.B) {
+	const steps, rounds = 4, 4
+	ctx := context.Background()
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%100000)
+	ns, repoName := "stepgap-"+run, "stepgap-"+run
+	url := benchRepo(b, repoName, map[string]string{"cm/cm.yaml": configMap("web", "round 0")})
+	if err := mgmt.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	var elements, stepList strings.Builder
+	for s := 1; s <= steps; s++ {
+		fmt.Fprintf(&elements, "\n      - {step: '%d', cluster: %s}", s, []string{"east", "west"}[s%2])
+		fmt.Fprintf(&stepList, "\n      - matchExpressions: [{key: step, operator: In, values: ['%d']}]", s)
+	}
+	set := &navarchv1.ApplicationSet{}
+	if err := yaml.UnmarshalStrict(fmt.Appendf(nil, `
+metadata: {name: gap, namespace: %[1]s}
+spec:
+  generators:
+  - list:
+      elements:%[3]s
+  strategy:
+    type: RollingSync
+    rollingSync:
+      steps:%[4]s
+  template:
+    metadata:
+      name: 'gap-{{step}}'
+      labels: {step: '{{step}}'}
+    spec:
+      source: {repoURL: %[2]s, targetRevision: main, path: cm}
+      destination: {name: '{{cluster}}', namespace: '%[1]s-{{step}}'}
+      syncPolicy:
+        automated: {prune: true}
+        syncOptions: [CreateNamespace=true]
+`, ns, url, elements.String(), stepList.String()), set); err != nil {
+		b.Fatal(err)
+	}
+
+	// Every version of the Applications, as a watch delivers them, with its arrival time.
+	type version struct {
+		at  time.Time
+		app *navarchv1.Application
+	}
+	var (
+		mu       sync.Mutex
+		versions []version
+	)
+	w, err := mgmt.Watch(ctx, &navarchv1.ApplicationList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			if a, ok := ev.Object.(*navarchv1.Application); ok {
+				mu.Lock()
+				versions = append(versions, version{time.Now(), a})
+				mu.Unlock()
+			}
+		}
+	}()
+	// firstAt is when the first version of Application name satisfying cond arrived.
+	firstAt := func(name string, cond func(*navarchv1.Application) bool) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range versions {
+			if v.app.Name == name && cond(v.app) {
+				return v.at, true
+			}
+		}
+		return time.Time{}, false
+	}
+	completed := func(commit string) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			got := &navarchv1.ApplicationSet{}
+			if err := mgmt.Get(ctx, client.ObjectKeyFromObject(set), got); err != nil {
+				b.Fatal(err)
+			}
+			done := got.Status.Rollout != nil && got.Status.Rollout.Phase == navarchv1.RolloutPhaseCompleted
+			for s := 1; s <= steps && done; s++ {
+				_, done = firstAt(fmt.Sprintf("gap-%d", s), rolledOutAt(commit))
+			}
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the rollout of %.8s did not complete within 2m: %s", commit, describeRollout(got))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	for b.Loop() {
+		var gaps []time.Duration
+		for round := range rounds {
+			if round == 0 {
+				if err := mgmt.Create(ctx, set); err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				if _, err := git.Update(repoName, fmt.Sprintf("round %d", round), func(dir string) error {
+					writeFile(b, dir, "cm/cm.yaml", configMap("web", fmt.Sprintf("round %d", round)))
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				for s := 1; s <= steps; s++ {
+					patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`,
+						navarchv1.AnnotationRefresh, time.Now().Format(time.RFC3339Nano)))
+					app := &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gap-%d", s)}}
+					if err := mgmt.Patch(ctx, app, patch); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			commit, err := git.Resolve(repoName, "main")
+			if err != nil {
+				b.Fatal(err)
+			}
+			completed(commit)
+			for s := 1; s < steps; s++ {
+				healthy, _ := firstAt(fmt.Sprintf("gap-%d", s), rolledOutAt(commit))
+				next, ok := firstAt(fmt.Sprintf("gap-%d", s+1), requestedAt(commit))
+				if !ok || next.Before(healthy) {
+					b.Fatalf("round %d: step %d's sync of %.8s was requested (%v) before step %d was Healthy at it", round, s+1, commit, ok, s)
+				}
+				gaps = append(gaps, next.Sub(healthy))
+			}
+		}
+		b.ReportMetric(ms(mean(gaps)), "gap-ms")
+		b.ReportMetric(ms(slices.Max(gaps)), "gap-max-ms")
+	}
+}
