@@ -432,6 +432,9 @@ func (p *rolloutPass) approve() {
 	if !slices.Contains(ro.ApprovedSteps, int32(n)) {
 		ro.ApprovedSteps = append(ro.ApprovedSteps, int32(n))
 		slices.Sort(ro.ApprovedSteps)
+		if int32(n) == ro.Step {
+			ro.StepStartedAt = &p.now // the step starts now: its deadline counts from here
+		}
 		p.event(corev1.EventTypeNormal, "RolloutStepPromoted", "step %d promoted", n)
 	}
 }
@@ -492,6 +495,11 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 		return false, false, p.describe(counts)
 	}
 	ro.StepHealthyAt = nil
+	// The deadline counts from the step's start, or from its approval: waiting for a person
+	// is not the step's progress.
+	if s.requireApproval && !slices.Contains(ro.ApprovedSteps, int32(n)) {
+		return false, false, fmt.Sprintf("step %d of %d waits for approval: navarch appset promote %s -n %s --step %d", n, len(p.steps), p.set.Name, p.set.Namespace, n)
+	}
 	if d := s.progressDeadline; d > 0 {
 		left := d - p.now.Sub(ro.StepStartedAt.Time)
 		if left <= 0 {
@@ -499,9 +507,6 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 				n, len(p.steps), d, p.describe(counts), unfinished(members))
 		}
 		p.wake(left)
-	}
-	if s.requireApproval && !slices.Contains(ro.ApprovedSteps, int32(n)) {
-		return false, false, fmt.Sprintf("step %d of %d waits for approval: navarch appset promote %s -n %s --step %d", n, len(p.steps), p.set.Name, p.set.Namespace, n)
 	}
 	if paused {
 		return false, false, p.describe(counts)

@@ -298,3 +298,31 @@ func TestADeadlineHaltNamesTheUnfinishedApplications(t *testing.T) {
 		t.Errorf("message %q names Applications that are done or not in the step", msg)
 	}
 }
+
+// A step's deadline counts from its approval, not from the time it waited for a person.
+func TestADeadlineCountsFromTheApproval(t *testing.T) {
+	step := envStep(metav1.LabelSelectorOpIn, "prod")
+	step.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second}
+	step.RequireApproval = true
+	set := rollingSet(step)
+	steps, err := compileSteps(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.NewTime(time.Now().Add(-time.Hour))
+	set.Status.Rollout = &navarchv1.RolloutStatus{Step: 1, StepStartedAt: &started}
+	p := &rolloutPass{r: &ApplicationSetReconciler{}, set: set, steps: steps, now: metav1.Now(), members: []*member{
+		{name: "web-prod", step: 0, state: navarchv1.RolloutApplicationStatus{Status: navarchv1.RolloutProgressing}},
+	}}
+	if done, halted, msg := p.runStep(context.Background(), 0, false); done || halted || !strings.Contains(msg, "waits for approval") {
+		t.Fatalf("an hour waiting for approval: done %v, halted %v, %q; want it still waiting", done, halted, msg)
+	}
+	set.Annotations = map[string]string{navarchv1.AnnotationPromote: "1"}
+	p.approve()
+	if done, halted, msg := p.runStep(context.Background(), 0, false); done || halted {
+		t.Fatalf("just approved: done %v, halted %v, %q; want it running within its deadline", done, halted, msg)
+	}
+	if !set.Status.Rollout.StepStartedAt.Equal(&p.now) {
+		t.Errorf("the approval did not restart the step's clock: started %v", set.Status.Rollout.StepStartedAt)
+	}
+}
