@@ -255,6 +255,21 @@ func (p *rolloutPass) revisionsDigest() string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// newRevision reports whether an Application compares with a revision that no Application
+// did in the previous pass: a new commit, rather than Applications catching up.
+func (p *rolloutPass) newRevision() bool {
+	known := map[string]bool{}
+	for _, s := range p.set.Status.ApplicationStatus {
+		known[s.TargetRevision] = true
+	}
+	for _, m := range p.members {
+		if r := m.state.TargetRevision; r != "" && !known[r] {
+			return true
+		}
+	}
+	return false
+}
+
 // observe computes an Application's rollout state from its live status and its previous
 // state.
 func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus) navarchv1.RolloutApplicationStatus {
@@ -350,7 +365,13 @@ func (p *rolloutPass) advance(ctx context.Context) {
 		set.Status.Rollout = ro
 	}
 	digest := p.revisionsDigest()
-	if ro.Revisions != digest {
+	switch {
+	case ro.Revisions == digest:
+	case ro.Revisions != "" && !p.newRevision():
+		// Only revisions went away: the Applications that lagged behind now compare with the
+		// commit the others already had. The same rollout goes on.
+		ro.Revisions = digest
+	default:
 		var restarted *metav1.Time
 		if ro.Revisions != "" && ro.Phase != navarchv1.RolloutPhaseCompleted {
 			p.event(corev1.EventTypeNormal, "RolloutRestarted", "new revisions %s: the rollout restarts from step 1", p.revisionList())

@@ -326,3 +326,32 @@ func TestADeadlineCountsFromTheApproval(t *testing.T) {
 		t.Errorf("the approval did not restart the step's clock: started %v", set.Status.Rollout.StepStartedAt)
 	}
 }
+
+// Applications catching up with a commit the others already compare with do not restart the
+// rollout; a commit none had seen does.
+func TestOnlyANewCommitIsANewRevision(t *testing.T) {
+	set := rollingSet(envStep(metav1.LabelSelectorOpIn, "dev"))
+	set.Status.ApplicationStatus = []navarchv1.RolloutApplicationStatus{
+		{Application: "a", TargetRevision: "old"}, {Application: "b", TargetRevision: "new"},
+	}
+	member := func(rev string) *member {
+		return &member{state: navarchv1.RolloutApplicationStatus{TargetRevision: rev}}
+	}
+	for _, tt := range []struct {
+		revs []string
+		want bool
+	}{
+		{[]string{"new", "new"}, false},
+		{[]string{"old", "new"}, false},
+		{[]string{"new", ""}, false},
+		{[]string{"new", "newer"}, true},
+	} {
+		p := &rolloutPass{set: set}
+		for _, r := range tt.revs {
+			p.members = append(p.members, member(r))
+		}
+		if got := p.newRevision(); got != tt.want {
+			t.Errorf("revisions %v after old and new: newRevision() = %v, want %v", tt.revs, got, tt.want)
+		}
+	}
+}
