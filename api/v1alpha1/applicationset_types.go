@@ -14,6 +14,8 @@ import (
 // +kubebuilder:resource:shortName=appset;appsets,categories=navarch
 // +kubebuilder:printcolumn:name="Applications",type=integer,JSONPath=`.status.applicationCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="ResourcesUpToDate")].status`
+// +kubebuilder:printcolumn:name="Health",type=string,JSONPath=`.status.health.status`
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`,priority=1
 // +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.status.conditions[?(@.type=="ErrorOccurred")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ApplicationSet struct {
@@ -745,6 +747,10 @@ type ApplicationSetStatus struct {
 	// omittedApplications is the number of Applications not listed in applications.
 	// +optional
 	OmittedApplications int64 `json:"omittedApplications,omitempty"`
+	// health is the ApplicationSet's own health: the worst health of its generated
+	// Applications (Missing for one not created yet), Healthy when it generates none.
+	// +optional
+	Health *HealthStatus `json:"health,omitempty"`
 	// applicationStatus is the rollout state of each generated Application, with RollingSync.
 	// +optional
 	// +listType=map

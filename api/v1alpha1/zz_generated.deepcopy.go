@@ -315,6 +315,11 @@ func (in *ApplicationSetStatus) DeepCopyInto(out *ApplicationSetStatus) {
 		*out = make([]ApplicationSetApplicationStatus, len(*in))
 		copy(*out, *in)
 	}
+	if in.Health != nil {
+		in, out := &in.Health, &out.Health
+		*out = new(HealthStatus)
+		**out = **in
+	}
 	if in.ApplicationStatus != nil {
 		in, out := &in.ApplicationStatus, &out.ApplicationStatus
 		*out = make([]RolloutApplicationStatus, len(*in))

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/health"
 	"github.com/navarch-io/navarch/generators"
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/scm"
@@ -526,6 +527,7 @@ func (r *ApplicationSetReconciler) summarise(set *navarchv1.ApplicationSet, exp 
 		return names[i] < names[j]
 	})
 	set.Status.ApplicationCount = int64(len(exp.Applications))
+	set.Status.Health = setHealth(exp.Applications, existing)
 	set.Status.Applications = nil
 	for i, n := range names {
 		if i == maxStatusApplications {
@@ -636,4 +638,34 @@ func (l clusterLister) ListClusters(ctx context.Context) ([]navarchv1.Cluster, e
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// setHealth is an ApplicationSet's own health: the worst health of its generated
+// Applications, counting one not created yet as Missing, with the worst one named.
+func setHealth(generated []*navarchv1.Application, existing map[string]*navarchv1.Application) *navarchv1.HealthStatus {
+	healthy := 0
+	worst, worstApp, why := navarchv1.HealthHealthy, "", ""
+	for _, app := range generated {
+		code, msg := navarchv1.HealthMissing, "not created yet"
+		if live, ok := existing[app.Name]; ok {
+			code, msg = live.Status.Health.Status, live.Status.Health.Message
+			if code == "" {
+				code, msg = navarchv1.HealthUnknown, "not assessed yet"
+			}
+		}
+		if code == navarchv1.HealthHealthy {
+			healthy++
+		}
+		if health.Worse(code, worst) {
+			worst, worstApp, why = code, app.Name, msg
+		}
+	}
+	out := &navarchv1.HealthStatus{Status: health.Worst(worst)}
+	if worstApp != "" {
+		out.Message = fmt.Sprintf("%d of %d Applications Healthy; %s is %s", healthy, len(generated), worstApp, out.Status)
+		if why != "" {
+			out.Message = truncate(out.Message+": "+why, 1024)
+		}
+	}
+	return out
 }
