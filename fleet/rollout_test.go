@@ -443,6 +443,20 @@ func checkSetNeverBusyTwice(t *testing.T, sets []*navarchv1.ApplicationSet) {
 	}
 }
 
+// rolloutStages gives a test its namespace, a Git repository holding web v1 (and that
+// commit), and the dev, staging, prod-a and prod-b Clusters of its own.
+func rolloutStages(t *testing.T) (ns, url, v1 string) {
+	t.Helper()
+	ns = testenv.Namespace(t, mgmt)
+	url = repo(t, webSource("v1", false))
+	v1, err := git.Resolve(testenv.Name(t), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registerStages(t, ns, stages...)
+	return ns, url, v1
+}
+
 // --- the stories ----------------------------------------------------------------------------
 
 // A platform team rolls every commit out to dev, then staging, then prod one cluster at a
@@ -451,13 +465,7 @@ func checkSetNeverBusyTwice(t *testing.T, sets []*navarchv1.ApplicationSet) {
 // staging, one prod cluster at a time; each sync pins the commit; each Application syncs each
 // commit once.
 func TestRolloutGoesDevStagingProdOneProdClusterAtATime(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	log := watchRollout(t, ns)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "", ""), "")
 
@@ -522,13 +530,7 @@ func TestRolloutGoesDevStagingProdOneProdClusterAtATime(t *testing.T) {
 // have it, and it has the other Applications compare with Git again so that the commit rolls
 // out everywhere, in order.
 func TestRolloutOrderHoldsWhenProdSeesTheCommitFirst(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "", ""), "")
 	waitForRollout(t, set, navarchv1.RolloutPhaseCompleted, v1, "dev", "staging", "prod-a", "prod-b")
 
@@ -545,13 +547,7 @@ func TestRolloutOrderHoldsWhenProdSeesTheCommitFirst(t *testing.T) {
 // condition name the failing Application, and a fixing commit restarts the rollout, which then
 // completes.
 func TestRolloutHaltsAtDevOnABadCommitAndAFixRestartsIt(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "\n        progressDeadline: 30s", ""), "")
 	waitForRollout(t, set, navarchv1.RolloutPhaseCompleted, v1, "dev", "staging", "prod-a", "prod-b")
 
@@ -605,13 +601,7 @@ func TestRolloutHaltsAtDevOnABadCommitAndAFixRestartsIt(t *testing.T) {
 // navarch.io/promote annotation; the controller records the approval, removes the annotation,
 // and prod syncs.
 func TestRolloutWaitsForApprovalBeforeProd(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "", "\n        requireApproval: true"), "")
 
 	waiting := waitForRollout(t, set, navarchv1.RolloutPhaseWaitingForApproval, v1, "dev", "staging")
@@ -656,13 +646,7 @@ func TestRolloutWaitsForApprovalBeforeProd(t *testing.T) {
 // continues where the old one was: no step runs again, and no Application syncs one commit
 // twice.
 func TestRolloutContinuesAfterAControllerRestart(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "", ""), "")
 	waitForRollout(t, set, navarchv1.RolloutPhaseCompleted, v1, "dev", "staging", "prod-a", "prod-b")
 
@@ -720,13 +704,7 @@ func TestRolloutContinuesAfterAControllerRestart(t *testing.T) {
 // deletionOrder Reverse: once the ApplicationSet no longer selects its Clusters, its
 // Applications are deleted prod first, then staging once prod's are gone, then dev.
 func TestRolloutDeletesProdThenStagingThenDev(t *testing.T) {
-	ns := testenv.Namespace(t, mgmt)
-	url := repo(t, webSource("v1", false))
-	v1, err := git.Resolve(testenv.Name(t), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registerStages(t, ns, stages...)
+	ns, url, v1 := rolloutStages(t)
 	set := createRolloutSet(t, ns, url, fmt.Sprintf(threeStageSteps, "", ""), "    deletionOrder: Reverse")
 	waitForRollout(t, set, navarchv1.RolloutPhaseCompleted, v1, "dev", "staging", "prod-a", "prod-b")
 
