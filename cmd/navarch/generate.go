@@ -147,7 +147,8 @@ func (o *generateOptions) expand(ctx context.Context, sets []*navarchv1.Applicat
 		if namespace == "" {
 			namespace = "default"
 		}
-		in.PullRequests, in.SCMProviders = github.For(namespace), github.For(namespace)
+		providers := github.For(namespace)
+		in.PullRequests, in.SCMProviders = providers, providers
 		exp, err := appset.Expand(ctx, set, in)
 		if err != nil {
 			if errors.Is(err, generators.ErrNoClusterLister) {

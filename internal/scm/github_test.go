@@ -409,3 +409,32 @@ func TestCommitStatuses(t *testing.T) {
 		t.Errorf("description of %d characters", n)
 	}
 }
+
+// A pass reads each credential's Secret once, however many listings, path lookups and commit
+// statuses it makes.
+func TestAPassReadsEachSecretOnce(t *testing.T) {
+	reads := 0
+	f := newFixture(t, Options{Secrets: func(_ context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+		reads++
+		return &corev1.Secret{Data: map[string][]byte{"token": []byte(token)}}, nil
+	}})
+	prov := f.github.For("team-a")
+	spec := f.spec("gh")
+	for range 3 {
+		if _, err := prov.ListPullRequests(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := prov.SetCommitStatus(context.Background(), spec.Github, "abc", CommitStatus{State: "pending", Context: "navarch/x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("one pass read the Secret %d times, want 1", reads)
+	}
+	if _, err := f.github.For("team-a").ListPullRequests(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 {
+		t.Errorf("the next pass did not read the Secret again (%d reads): a rotated token must be seen", reads)
+	}
+}

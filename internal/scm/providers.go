@@ -26,11 +26,36 @@ type Providers struct {
 	until    time.Time
 	notices  []string
 	reported map[string]bool
+	// clients holds the client of each credential the pass used: its Secret is read once
+	// per pass, not once per listing, path lookup or commit status.
+	clients map[string]*client
 }
 
 // For returns the Providers of one pass over an ApplicationSet in namespace.
 func (g *GitHub) For(namespace string) *Providers {
-	return &Providers{g: g, namespace: namespace, reported: map[string]bool{}}
+	return &Providers{g: g, namespace: namespace, reported: map[string]bool{}, clients: map[string]*client{}}
+}
+
+// client returns the client of the credentials that api, tokenRef and appName name.
+func (p *Providers) client(ctx context.Context, api string, tokenRef *navarchv1.SecretKeyRef, appName string) (*client, error) {
+	key := api + "\x00" + appName
+	if tokenRef != nil {
+		key += "\x00" + tokenRef.SecretName + "\x00" + tokenRef.Key
+	}
+	p.mu.Lock()
+	c, ok := p.clients[key]
+	p.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := p.g.client(ctx, p.namespace, credentials{api: api, tokenRef: tokenRef, appName: appName})
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.clients[key] = c
+	p.mu.Unlock()
+	return c, nil
 }
 
 // Fresh makes the pass list again rather than share a listing of the poll window, as a
@@ -67,7 +92,7 @@ func (p *Providers) check(c *client) {
 // ListPullRequests implements generators.PullRequestLister: the open pull requests.
 func (p *Providers) ListPullRequests(ctx context.Context, spec *navarchv1.PullRequestGenerator) ([]generators.PullRequest, error) {
 	gh := spec.Github
-	c, err := p.g.client(ctx, p.namespace, credentials{api: gh.API, tokenRef: gh.TokenRef, appName: gh.AppSecretName})
+	c, err := p.client(ctx, gh.API, gh.TokenRef, gh.AppSecretName)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +103,7 @@ func (p *Providers) ListPullRequests(ctx context.Context, spec *navarchv1.PullRe
 // ListRepositories implements generators.SCMProvider.
 func (p *Providers) ListRepositories(ctx context.Context, spec *navarchv1.SCMProviderGenerator) ([]generators.Repository, error) {
 	gh := spec.Github
-	c, err := p.g.client(ctx, p.namespace, credentials{api: gh.API, tokenRef: gh.TokenRef, appName: gh.AppSecretName})
+	c, err := p.client(ctx, gh.API, gh.TokenRef, gh.AppSecretName)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +189,7 @@ const maxPathAnswers = 16384
 // answer is remembered.
 func (p *Providers) PathExists(ctx context.Context, spec *navarchv1.SCMProviderGenerator, repo generators.Repository, path string) (bool, error) {
 	gh := spec.Github
-	c, err := p.g.client(ctx, p.namespace, credentials{api: gh.API, tokenRef: gh.TokenRef, appName: gh.AppSecretName})
+	c, err := p.client(ctx, gh.API, gh.TokenRef, gh.AppSecretName)
 	if err != nil {
 		return false, err
 	}
@@ -218,7 +243,7 @@ type CommitStatus struct {
 
 // SetCommitStatus writes a commit status on sha of owner/repo with the credentials of gh.
 func (p *Providers) SetCommitStatus(ctx context.Context, gh *navarchv1.PullRequestGeneratorGithub, sha string, st CommitStatus) error {
-	c, err := p.g.client(ctx, p.namespace, credentials{api: gh.API, tokenRef: gh.TokenRef, appName: gh.AppSecretName})
+	c, err := p.client(ctx, gh.API, gh.TokenRef, gh.AppSecretName)
 	if err != nil {
 		return err
 	}
