@@ -16,7 +16,7 @@ func BenchmarkRenderDirectory(b *testing.B) {
 	}
 	src := navarchv1.ApplicationSource{Path: "app"}
 	for b.Loop() {
-		if _, err := Render(repo, src); err != nil {
+		if _, err := renderPlain(repo, src); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -31,7 +31,7 @@ func BenchmarkRenderKustomize(b *testing.B) {
 		CommonLabels: map[string]string{"team": "blue"},
 	}}
 	for b.Loop() {
-		if _, err := Render(repo, src); err != nil {
+		if _, err := renderPlain(repo, src); err != nil {
 			b.Fatal(err)
 		}
 	}

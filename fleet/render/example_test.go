@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"context"
 	"fmt"
 	"testing/fstest"
 
@@ -33,14 +34,14 @@ spec:
 		"envs/prod/kustomization.yaml": {Data: []byte("resources: [../../base]\nnamespace: prod\n")},
 	}
 
-	objs, err := render.Render(repo, navarchv1.ApplicationSource{
+	objs, err := render.Render(context.Background(), repo, navarchv1.ApplicationSource{
 		RepoURL: "https://git.example.com/apps.git",
 		Path:    "envs/prod",
 		Kustomize: &navarchv1.ApplicationSourceKustomize{
 			NamePrefix: "web-",
 			Images:     []string{"nginx=nginx:1.25"},
 		},
-	})
+	}, render.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,9 +53,9 @@ spec:
 	}
 
 	// Errors name the file and the document.
-	_, err = render.Render(fstest.MapFS{
+	_, err = render.Render(context.Background(), fstest.MapFS{
 		"apps/web/deploy.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n")},
-	}, navarchv1.ApplicationSource{Path: "apps/web"})
+	}, navarchv1.ApplicationSource{Path: "apps/web"}, render.Options{})
 	fmt.Println(err)
 
 	// Output:

@@ -36,8 +36,8 @@ func FuzzRender(f *testing.F) {
 		}
 		repo := fstest.MapFS{name: {Data: data}}
 		src := navarchv1.ApplicationSource{Path: "app"}
-		objs, err := Render(repo, src)
-		objs2, err2 := Render(repo, src)
+		objs, err := renderPlain(repo, src)
+		objs2, err2 := renderPlain(repo, src)
 		if (err == nil) != (err2 == nil) || len(objs) != len(objs2) {
 			t.Fatalf("not deterministic: %d objects, %v / %d objects, %v", len(objs), err, len(objs2), err2)
 		}

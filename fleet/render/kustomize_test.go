@@ -311,7 +311,7 @@ func TestRenderKustomize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := kustomizeRepo()
 			before := maps.Clone(repo)
-			objs, err := Render(repo, tt.src)
+			objs, err := renderPlain(repo, tt.src)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -496,7 +496,7 @@ func TestRenderKustomizeErrors(t *testing.T) {
 			if p == "" {
 				p = "apps/web"
 			}
-			objs, err := Render(tt.repo, navarchv1.ApplicationSource{Path: p, Kustomize: tt.opts})
+			objs, err := renderPlain(tt.repo, navarchv1.ApplicationSource{Path: p, Kustomize: tt.opts})
 			if err == nil {
 				t.Fatalf("Render returned %q, want error %q", ids(objs), tt.want)
 			}
@@ -592,7 +592,7 @@ func TestRenderConcurrently(t *testing.T) {
 	paths := []string{"base", "overlays/openapi", "overlays/prod", "generator", "overlays/openapi", "base"}
 	want := make(map[string][]string)
 	for _, p := range paths {
-		objs, err := Render(repo, navarchv1.ApplicationSource{Path: p})
+		objs, err := renderPlain(repo, navarchv1.ApplicationSource{Path: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -602,7 +602,7 @@ func TestRenderConcurrently(t *testing.T) {
 	for range 4 {
 		for _, p := range paths {
 			go func() {
-				objs, err := Render(repo, navarchv1.ApplicationSource{Path: p})
+				objs, err := renderPlain(repo, navarchv1.ApplicationSource{Path: p})
 				if err == nil && !slices.Equal(ids(objs), want[p]) {
 					err = errors.New(p + ": got " + strings.Join(ids(objs), ","))
 				}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,13 +20,79 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 
 func isKustomizationName(name string) bool { return slices.Contains(kustomizationNames, name) }
 
+// Options give Render what a source needs beyond its own repository. The zero value renders
+// plain manifests and kustomizations without remote references; Helm charts and remote
+// kustomize bases are then refused.
+type Options struct {
+	// Remote returns the snapshot of the Git repository at repoURL at ref (a branch, tag or
+	// commit; empty means HEAD), for kustomize bases, resources and components that name a
+	// remote repository. nil refuses them with ErrRemoteNotSupported.
+	Remote func(ctx context.Context, repoURL, ref string) (fs.FS, error)
+	// Helm renders Helm charts: a chart directory of the repository, and the helmCharts of
+	// kustomizations. nil refuses them with ErrHelmNotSupported.
+	Helm HelmRenderer
+	// ReleaseName is the Helm release name when spec.source.helm.releaseName is empty: the
+	// Application's name.
+	ReleaseName string
+	// Namespace is the destination namespace: the release namespace of Helm charts unless
+	// spec.source.helm.namespace says otherwise.
+	Namespace string
+	// Capabilities describe the destination cluster to Helm templates.
+	Capabilities Capabilities
+	// Refs are the snapshots of the Application's other sources by their ref name, for
+	// value files named "$ref/path".
+	Refs map[string]fs.FS
+}
+
+// Capabilities describe the destination cluster, as Helm's .Capabilities.
+type Capabilities struct {
+	// KubeVersion is the cluster's version, such as "v1.37.2". Empty means Helm's default.
+	KubeVersion string
+	// APIVersions are the cluster's group/versions ("apps/v1") and group/version/kinds
+	// ("apps/v1/Deployment").
+	APIVersions []string
+}
+
+// HelmChart is a chart to render: a directory of a snapshot, or a packaged archive.
+type HelmChart struct {
+	// FS and Dir locate a chart directory (holding Chart.yaml) in a snapshot.
+	FS  fs.FS
+	Dir string
+	// Archive is a packaged chart (.tgz), from a Helm repository or an OCI registry.
+	Archive []byte
+	// Source describes the chart in errors: "repo.git/charts/web" or "https://charts.example.com web 1.2.3".
+	Source string
+}
+
+// HelmRequest is one chart rendering.
+type HelmRequest struct {
+	Chart HelmChart
+	// Options are spec.source.helm; nil means none.
+	Options *navarchv1.ApplicationSourceHelm
+	// ReleaseName and Namespace are the release's, defaults already applied.
+	ReleaseName string
+	Namespace   string
+	// Capabilities describe the destination cluster.
+	Capabilities Capabilities
+	// Refs are the other sources' snapshots, for "$ref/path" value files.
+	Refs map[string]fs.FS
+	// IncludeCRDs renders the chart's crds/ directory (false for kustomize helmCharts
+	// without includeCRDs).
+	IncludeCRDs bool
+}
+
+// HelmRenderer renders Helm charts. Package fleet/helm implements it.
+type HelmRenderer interface {
+	RenderChart(ctx context.Context, req HelmRequest) ([]*unstructured.Unstructured, error)
+}
+
 // Render renders src.Path of repo. Objects come back in a stable order (file order for
-// directories, kustomize's output order for kustomizations).
+// directories, kustomize's output order for kustomizations, Helm's install order for charts).
 //
 // repo is the snapshot of the repository, rooted at its root. src.RepoURL and
 // src.TargetRevision are not used: the caller has already resolved them to repo. Errors in a
 // file are *Error values naming it; see the package documentation for the others.
-func Render(repo fs.FS, src navarchv1.ApplicationSource) ([]*unstructured.Unstructured, error) {
+func Render(ctx context.Context, repo fs.FS, src navarchv1.ApplicationSource, opts Options) ([]*unstructured.Unstructured, error) {
 	if repo == nil {
 		return nil, errors.New("no repository snapshot")
 	}

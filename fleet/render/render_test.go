@@ -1,8 +1,10 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"testing"
 	"testing/fstest"
@@ -136,7 +138,7 @@ items:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := Render(repo, tt.src)
+			objs, err := renderPlain(repo, tt.src)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -160,7 +162,7 @@ spec:
   big: 12345678901234567890
   date: 2024-01-02
 `)}
-	objs, err := Render(repo, navarchv1.ApplicationSource{Path: "d"})
+	objs, err := renderPlain(repo, navarchv1.ApplicationSource{Path: "d"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +327,7 @@ func TestRenderErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := Render(repo, tt.src)
+			objs, err := renderPlain(repo, tt.src)
 			if err == nil {
 				t.Fatalf("Render returned %q, want error %q", ids(objs), tt.want)
 			}
@@ -376,4 +378,9 @@ func TestSplitDocuments(t *testing.T) {
 			t.Errorf("splitDocuments(%q):\n got %q\nwant %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// renderPlain renders src without remote bases or Helm, as most tests need.
+func renderPlain(repo fs.FS, src navarchv1.ApplicationSource) ([]*unstructured.Unstructured, error) {
+	return Render(context.Background(), repo, src, Options{})
 }

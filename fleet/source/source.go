@@ -122,7 +122,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src navarchv1.ApplicationSource, re
 	if err != nil {
 		return nil, err
 	}
-	objs, err := render.Render(snap.FS(), src)
+	objs, err := render.Render(ctx, snap.FS(), src, render.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("render %s at %.8s: %w", src.RepoURL, commit, err)
 	}
