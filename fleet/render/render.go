@@ -53,14 +53,19 @@ type Capabilities struct {
 	APIVersions []string
 }
 
-// HelmChart is a chart to render: a directory of a snapshot, or a packaged archive.
+// HelmChart is a chart to render: a directory of a snapshot, or a chart of a Helm repository
+// or OCI registry.
 type HelmChart struct {
 	// FS and Dir locate a chart directory (holding Chart.yaml) in a snapshot.
 	FS  fs.FS
 	Dir string
-	// Archive is a packaged chart (.tgz), from a Helm repository or an OCI registry.
-	Archive []byte
-	// Source describes the chart in errors: "repo.git/charts/web" or "https://charts.example.com web 1.2.3".
+	// RepoURL, Name and Version locate a chart in a Helm repository (http(s)://…) or an OCI
+	// registry (oci://host/path). Version is an exact version or a semver constraint; empty
+	// means the latest stable version.
+	RepoURL string
+	Name    string
+	Version string
+	// Source describes the chart in errors: "charts/web" or "https://charts.example.com web 1.2.3".
 	Source string
 }
 
