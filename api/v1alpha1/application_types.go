@@ -46,11 +46,25 @@ type ApplicationList struct {
 }
 
 // ApplicationSpec is what to deploy (source), where (destination) and how (syncPolicy).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.source) != has(self.sources)",message="exactly one of source and sources must be set"
 type ApplicationSpec struct {
-	// source is the Git location of the manifests.
-	// +required
+	// source is where the manifests come from: a directory of a Git repository, or a Helm
+	// chart. Exactly one of source and sources is set.
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="!self.repoURL.matches('^(?i:https?)://[^/?#]*@') && !self.repoURL.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="repoURL must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace",fieldPath=".repoURL"
-	Source ApplicationSource `json:"source"`
+	Source ApplicationSource `json:"source,omitzero"`
+
+	// sources are several sources applied together as one Application: the objects of
+	// every source are synced as one set, and a source with only a ref contributes files
+	// (Helm value files named "$ref/path") and no objects. Exactly one of source and sources
+	// is set.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:XValidation:rule="!self.repoURL.matches('^(?i:https?)://[^/?#]*@') && !self.repoURL.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="repoURL must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace",fieldPath=".repoURL"
+	// +listType=atomic
+	Sources []ApplicationSource `json:"sources,omitempty"`
 
 	// destination is the cluster and default namespace the manifests are applied to.
 	// +required
@@ -76,27 +90,50 @@ type ApplicationSpec struct {
 }
 
 // ApplicationSource is a directory in a Git repository, rendered as plain manifests, a
-// kustomization or a Helm chart.
+// kustomization or a Helm chart, or a Helm chart from a Helm repository or an OCI registry.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.kustomize) && has(self.helm))",message="at most one of kustomize and helm may be set"
 // +kubebuilder:validation:XValidation:rule="!(has(self.directory) && (has(self.kustomize) || has(self.helm)))",message="directory cannot be combined with kustomize or helm"
+// +kubebuilder:validation:XValidation:rule="!(has(self.chart) && (has(self.kustomize) || has(self.directory)))",message="a chart source takes helm options only"
+// +kubebuilder:validation:XValidation:rule="!(has(self.chart) && has(self.path))",message="path and chart are exclusive: path names a directory of a Git repository, chart a chart of a Helm repository"
 type ApplicationSource struct {
-	// repoURL is the URL of the Git repository (HTTP or HTTPS). It must not carry user info
-	// (`user:password@`): credentials live in repository credential Secrets.
+	// repoURL is the URL of the Git repository (https://, http://, ssh:// or user@host:path),
+	// or, with chart, of the Helm repository (https://) or OCI registry (oci://). It must not
+	// carry a password: credentials live in repository credential Secrets.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	RepoURL string `json:"repoURL"`
 
-	// path is the directory inside the repository, relative to its root.
+	// path is the directory inside the Git repository, relative to its root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
 
-	// targetRevision is a branch, tag or commit SHA. Empty means HEAD.
+	// chart is the name of a Helm chart in the Helm repository or OCI registry at repoURL.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Chart string `json:"chart,omitempty"`
+
+	// targetRevision is a branch, tag or commit SHA of the Git repository (empty means
+	// HEAD), or, with chart, a chart version or semver constraint (empty means the latest
+	// stable version).
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	TargetRevision string `json:"targetRevision,omitempty"`
+
+	// ref names this source among spec.sources, so that value files of other sources can
+	// read its files as "$ref/path". A source with a ref and neither path nor chart
+	// contributes files only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]*$`
+	Ref string `json:"ref,omitempty"`
+
+	// name names this source among spec.sources in status and CLI output.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
 
 	// kustomize holds options for a kustomization in path.
 	// +optional
@@ -150,16 +187,28 @@ type KustomizeReplica struct {
 	Count int32 `json:"count"`
 }
 
-// ApplicationSourceHelm holds Helm options. Helm rendering is not implemented yet; the fields
-// are accepted so existing Argo CD YAML ports unchanged.
+// ApplicationSourceHelm holds the options of a Helm chart. Values are merged in this order,
+// later winning: the chart's values.yaml, valueFiles (in order), values, valuesObject,
+// parameters and fileParameters.
 type ApplicationSourceHelm struct {
 	// releaseName defaults to the Application's name.
 	// +optional
+	// +kubebuilder:validation:MaxLength=53
 	ReleaseName string `json:"releaseName,omitempty"`
-	// valueFiles are values files inside the chart directory.
+	// namespace is the release namespace (.Release.Namespace); default the destination
+	// namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// valueFiles are values files, in order, relative to the chart directory. Globs are
+	// expanded (sorted); "$ref/path" names a file of the source with that ref in
+	// spec.sources, relative to its repository root.
 	// +optional
 	// +listType=atomic
 	ValueFiles []string `json:"valueFiles,omitempty"`
+	// ignoreMissingValueFiles skips value files that do not exist instead of failing.
+	// +optional
+	IgnoreMissingValueFiles bool `json:"ignoreMissingValueFiles,omitempty"`
 	// values is a YAML string of values.
 	// +optional
 	Values string `json:"values,omitempty"`
@@ -173,9 +222,49 @@ type ApplicationSourceHelm struct {
 	// +optional
 	// +listType=atomic
 	Parameters []HelmParameter `json:"parameters,omitempty"`
+	// fileParameters set individual values to the content of a file, like
+	// `helm --set-file`; paths as valueFiles.
+	// +optional
+	// +listType=atomic
+	FileParameters []HelmFileParameter `json:"fileParameters,omitempty"`
 	// skipCrds skips the chart's crds/ directory.
 	// +optional
 	SkipCrds bool `json:"skipCrds,omitempty"`
+	// skipTests leaves out the chart's test hooks (helm.sh/hook: test).
+	// +optional
+	SkipTests bool `json:"skipTests,omitempty"`
+	// skipSchemaValidation skips the chart's values.schema.json.
+	// +optional
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+	// kubeVersion is .Capabilities.KubeVersion; default the destination cluster's version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KubeVersion string `json:"kubeVersion,omitempty"`
+	// apiVersions are .Capabilities.APIVersions ("apps/v1", "apps/v1/Deployment"); default
+	// the destination cluster's.
+	// +optional
+	// +listType=atomic
+	APIVersions []string `json:"apiVersions,omitempty"`
+	// passCredentials sends the repository's credentials also to chart downloads on other
+	// hosts named by the repository's index.
+	// +optional
+	PassCredentials bool `json:"passCredentials,omitempty"`
+	// version is the Helm version of the chart's API; only v3 is supported.
+	// +optional
+	// +kubebuilder:validation:Enum=v3
+	Version string `json:"version,omitempty"`
+}
+
+// HelmFileParameter is one `--set-file` value.
+type HelmFileParameter struct {
+	// name is the dotted value path.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// path is the file whose content becomes the value, as a value file path.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
 }
 
 // HelmParameter is one `--set` value.
@@ -350,6 +439,15 @@ type SyncOperation struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!self.repoURL.matches('^(?i:https?)://[^/?#]*@') && !self.repoURL.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@')",message="repoURL must not carry user info (user:password@); keep credentials in a Secret labelled navarch.io/secret-type=repository in the controller's namespace",fieldPath=".repoURL"
 	Source *ApplicationSource `json:"source,omitempty"`
+	// revisions to sync to, one per source of spec.sources (empty: that source's
+	// targetRevision).
+	// +optional
+	// +listType=atomic
+	Revisions []string `json:"revisions,omitempty"`
+	// sources to sync instead of spec.sources, e.g. the sources of a history entry.
+	// +optional
+	// +listType=atomic
+	Sources []ApplicationSource `json:"sources,omitempty"`
 	// prune deletes resources that are no longer in Git.
 	// +optional
 	Prune bool `json:"prune,omitempty"`
@@ -511,9 +609,14 @@ type SyncStatus struct {
 	// status is Synced, OutOfSync or Unknown.
 	// +optional
 	Status SyncStatusCode `json:"status,omitempty"`
-	// revision is the commit the live state was compared with.
+	// revision is the commit (or chart version) the live state was compared with; with
+	// several sources, their revisions joined by commas.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// revisions are the revisions of each of spec.sources, in order.
+	// +optional
+	// +listType=atomic
+	Revisions []string `json:"revisions,omitempty"`
 }
 
 // HealthStatus is a health code with an explanation.
@@ -611,9 +714,14 @@ type OperationState struct {
 
 // SyncOperationResult is the result of a sync operation.
 type SyncOperationResult struct {
-	// revision is the commit synced.
+	// revision is the commit (or chart version) synced; with several sources, their
+	// revisions joined by commas.
 	// +required
 	Revision string `json:"revision"`
+	// revisions are the revisions synced of each source, with several sources.
+	// +optional
+	// +listType=atomic
+	Revisions []string `json:"revisions,omitempty"`
 	// resources are the results of the operation's tasks.
 	// +optional
 	// +listType=atomic
@@ -676,12 +784,21 @@ type RevisionHistory struct {
 	// id numbers history entries, increasing.
 	// +required
 	ID int64 `json:"id"`
-	// revision is the commit synced.
+	// revision is the commit (or chart version) synced; with several sources, their
+	// revisions joined by commas.
 	// +required
 	Revision string `json:"revision"`
+	// revisions are the revisions synced of each source, with several sources.
+	// +optional
+	// +listType=atomic
+	Revisions []string `json:"revisions,omitempty"`
 	// source is the source as it was synced.
 	// +optional
-	Source ApplicationSource `json:"source,omitempty"`
+	Source ApplicationSource `json:"source,omitzero"`
+	// sources are the sources as they were synced, with several sources.
+	// +optional
+	// +listType=atomic
+	Sources []ApplicationSource `json:"sources,omitempty"`
 	// deployStartedAt is when the sync started.
 	// +optional
 	DeployStartedAt *metav1.Time `json:"deployStartedAt,omitempty"`

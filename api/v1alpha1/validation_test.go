@@ -239,6 +239,36 @@ func TestSchemaRejectsInvalidObjects(t *testing.T) {
 			field: "spec.ignoreDifferences[0]", want: "one of jsonPointers, jqPathExpressions or managedFieldsManagers",
 		},
 		{
+			name: "application with both source and sources",
+			yaml: appHeader + `spec:
+  source: {repoURL: 'https://git.example/r.git', path: apps}
+  sources: [{repoURL: 'https://git.example/r.git', path: apps}]
+  destination: {name: in-cluster, namespace: default}`,
+			field: "spec", want: "exactly one of source and sources must be set",
+		},
+		{
+			name: "application with neither source nor sources",
+			yaml: appHeader + `spec:
+  destination: {name: in-cluster, namespace: default}`,
+			field: "spec", want: "exactly one of source and sources must be set",
+		},
+		{
+			name: "chart source with a path",
+			yaml: appHeader + `spec:
+  source: {repoURL: 'https://charts.example', chart: web, path: charts/web}
+  destination: {name: in-cluster, namespace: default}`,
+			field: "spec.source", want: "path and chart are exclusive",
+		},
+		{
+			name: "one of several sources carries a password",
+			yaml: appHeader + `spec:
+  sources:
+  - {repoURL: 'https://charts.example', chart: web}
+  - {repoURL: 'https://alice:secret@git.example/values.git', ref: values}
+  destination: {name: in-cluster, namespace: default}`,
+			field: "spec.sources[1].repoURL", want: "must not carry user info",
+		},
+		{
 			name: "cluster with no way to reach it",
 			yaml: `
 apiVersion: navarch.io/v1alpha1
@@ -334,6 +364,21 @@ func TestSchemaAcceptsValidObjects(t *testing.T) {
     automated: {prune: true, selfHeal: true, allowEmpty: false}
     syncOptions: [ServerSideApply=true, ApplyOutOfSyncOnly=true, PruneLast=true, Validate=false, FailOnSharedResource=true]
     retry: {limit: -1, backoff: {duration: '30', factor: 1}}`,
+		"helm chart with values from another source": appHeader + `spec:
+  sources:
+  - repoURL: 'oci://registry.example/charts'
+    chart: web
+    targetRevision: '^1.2'
+    helm:
+      releaseName: web
+      valueFiles: ['$values/envs/prod/web.yaml']
+      parameters: [{name: image.tag, value: '1.27', forceString: true}]
+      fileParameters: [{name: config, path: '$values/envs/prod/config.txt'}]
+      valuesObject: {replicaCount: 3}
+      skipTests: true
+      apiVersions: [monitoring.coreos.com/v1]
+  - {repoURL: 'git@git.example:platform/values.git', targetRevision: main, ref: values}
+  destination: {name: in-cluster, namespace: web}`,
 		"cluster from a kubeconfig secret": `
 apiVersion: navarch.io/v1alpha1
 kind: Cluster
