@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 func newAppCommand() *cobra.Command {
@@ -119,12 +120,16 @@ func appListRows(apps []navarchv1.Application, wide, allNamespaces bool, now tim
 			orDash(app.Spec.Destination.Namespace),
 			p.sync(st.Sync.Status, orDash(string(st.Sync.Status))),
 			p.health(st.Health.Status, orDash(string(st.Health.Status))),
-			orDash(shortRevision(st.Sync.Revision)),
+			orDash(source.ShortRevision(st.Sync.Revision)),
 			lastOperation(st.OperationState, now, p),
 		}
 		if wide {
-			src := app.Spec.Source
-			row = append(row, src.RepoURL, orDash(src.Path), orDash(src.TargetRevision))
+			srcs := app.Spec.GetSources()
+			repo := srcs[0].RepoURL
+			if len(srcs) > 1 {
+				repo += fmt.Sprintf(" (+%d)", len(srcs)-1)
+			}
+			row = append(row, repo, orDash(sourcePath(srcs[0])), orDash(srcs[0].TargetRevision))
 		}
 		rows = append(rows, row)
 	}
@@ -206,19 +211,19 @@ func getNamed[T client.Object](ctx context.Context, s *session, kind, name strin
 // important first.
 func describeApplication(out io.Writer, app *navarchv1.Application, now time.Time, p palette) error {
 	st := app.Status
-	src, dst := app.Spec.Source, app.Spec.Destination
+	dst := app.Spec.Destination
 	var fields [][]string
 	field := func(name, value string) { fields = append(fields, []string{name + ":", value}) }
 	field("Name", qualified(app.Namespace, app.Name))
 	if set := app.Labels[navarchv1.LabelApplicationSet]; set != "" {
 		field("ApplicationSet", set)
 	}
-	field("Source", fmt.Sprintf("%s, path %s, revision %s", src.RepoURL, orDash(src.Path), orDefault(src.TargetRevision, "HEAD")))
+	describeSources(field, "", app.Spec.GetSources())
 	field("Destination", fmt.Sprintf("cluster %s, namespace %s", destinationName(dst), orDash(dst.Namespace)))
 	field("Sync policy", syncPolicy(app))
 	syncLine := p.sync(st.Sync.Status, orDefault(string(st.Sync.Status), "Unknown"))
 	if st.Sync.Revision != "" {
-		syncLine += " with " + shortRevision(st.Sync.Revision)
+		syncLine += " with " + source.ShortRevision(st.Sync.Revision)
 	}
 	if st.ReconciledAt != nil {
 		syncLine += fmt.Sprintf(" (compared %s ago)", ago(now, st.ReconciledAt.Time))
@@ -415,7 +420,7 @@ func operationSummary(st *navarchv1.OperationState) string {
 	op := st.Operation
 	rev := ""
 	if st.SyncResult != nil && st.SyncResult.Revision != "" {
-		rev = " to " + shortRevision(st.SyncResult.Revision)
+		rev = " to " + source.ShortRevision(st.SyncResult.Revision)
 	} else if op.Sync != nil && op.Sync.Revision != "" {
 		rev = " to " + op.Sync.Revision
 	}
@@ -548,13 +553,18 @@ func historyRows(history []navarchv1.RevisionHistory, wide bool) [][]string {
 		if by == "" && h.InitiatedBy.Automated {
 			by = "automated"
 		}
-		rev := shortRevision(h.Revision)
+		rev := source.ShortRevision(h.Revision)
 		if wide {
 			rev = h.Revision
 		}
-		row := []string{fmt.Sprint(h.ID), rev, h.DeployedAt.Local().Format(time.DateTime), orDash(by), orDash(h.Source.Path)}
+		srcs := h.GetSources()
+		paths, repos, targets := make([]string, len(srcs)), make([]string, len(srcs)), make([]string, len(srcs))
+		for i, s := range srcs {
+			paths[i], repos[i], targets[i] = orDash(sourcePath(s)), orDash(s.RepoURL), orDash(s.TargetRevision)
+		}
+		row := []string{fmt.Sprint(h.ID), rev, h.DeployedAt.Local().Format(time.DateTime), orDash(by), strings.Join(paths, ",")}
 		if wide {
-			row = append(row, orDash(h.Source.RepoURL), orDash(h.Source.TargetRevision))
+			row = append(row, strings.Join(repos, ","), strings.Join(targets, ","))
 		}
 		rows = append(rows, row)
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 func newAppDiffCommand() *cobra.Command {
@@ -75,7 +76,7 @@ func printAppDiff(out io.Writer, app *navarchv1.Application, now time.Time, p pa
 	}
 	if n == 0 && st.Sync.Status == navarchv1.SyncStatusSynced {
 		fmt.Fprintf(out, "Application %s is %s with %s: no differences (compared %s ago).\n", key,
-			p.sync(st.Sync.Status, string(st.Sync.Status)), orDash(shortRevision(st.Sync.Revision)), comparedAgo(st, now))
+			p.sync(st.Sync.Status, string(st.Sync.Status)), orDash(source.ShortRevision(st.Sync.Revision)), comparedAgo(st, now))
 		return nil
 	}
 	if st.Sync.Status != navarchv1.SyncStatusOutOfSync && n == 0 {
@@ -88,7 +89,7 @@ func printAppDiff(out io.Writer, app *navarchv1.Application, now time.Time, p pa
 		return fmt.Errorf("application %s has sync status %s: %s", key, orDefault(string(st.Sync.Status), "Unknown"), why)
 	}
 	fmt.Fprintf(out, "Application %s is %s with %s (compared %s ago); %d %s from Git:\n", key,
-		p.sync(st.Sync.Status, string(st.Sync.Status)), orDash(shortRevision(st.Sync.Revision)), comparedAgo(st, now),
+		p.sync(st.Sync.Status, string(st.Sync.Status)), orDash(source.ShortRevision(st.Sync.Revision)), comparedAgo(st, now),
 		n, plural(n, "resource differs", "resources differ"))
 	if n > 0 {
 		if err := printTable(out, resourceRows(st.Resources, true, p)); err != nil {

@@ -242,12 +242,14 @@ func describeApplicationSet(out io.Writer, set *navarchv1.ApplicationSet, apps [
 		{"Name:", qualified(set.Namespace, set.Name)},
 		{"Generators:", strings.Join(generatorKinds(set.Spec.Generators), ", ")},
 		{"Template:", fmt.Sprintf("name %s (%s)", t.Metadata.Name, mode)},
-		{"  Source:", fmt.Sprintf("%s, path %s, revision %s", t.Spec.Source.RepoURL, orDash(t.Spec.Source.Path), orDefault(t.Spec.Source.TargetRevision, "HEAD"))},
-		{"  Destination:", fmt.Sprintf("cluster %s, namespace %s", destinationName(t.Spec.Destination), orDash(t.Spec.Destination.Namespace))},
-		{"Policy:", policy},
-		{"Strategy:", strategy},
-		{"Applications:", fmt.Sprint(len(apps))},
 	}
+	describeSources(func(name, value string) { fields = append(fields, []string{name + ":", value}) }, "  ", t.Spec.GetSources())
+	fields = append(fields,
+		[]string{"  Destination:", fmt.Sprintf("cluster %s, namespace %s", destinationName(t.Spec.Destination), orDash(t.Spec.Destination.Namespace))},
+		[]string{"Policy:", policy},
+		[]string{"Strategy:", strategy},
+		[]string{"Applications:", fmt.Sprint(len(apps))},
+	)
 	if err := printFields(out, fields); err != nil {
 		return err
 	}

@@ -333,12 +333,16 @@ func printApplications(out io.Writer, apps []*navarchv1.Application, format stri
 	}
 	fmt.Fprintln(w, header)
 	for _, app := range apps {
-		d, s := app.Spec.Destination, app.Spec.Source
+		d, s := app.Spec.Destination, app.Spec.GetSources()[0]
 		cluster := d.Name
 		if cluster == "" {
 			cluster = d.Server
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", app.Name, cluster, d.Namespace, s.RepoURL, s.Path, s.TargetRevision)
+		repo := s.RepoURL
+		if n := len(app.Spec.Sources); n > 1 {
+			repo += fmt.Sprintf(" (+%d)", n-1)
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", app.Name, cluster, d.Namespace, repo, sourcePath(s), s.TargetRevision)
 		if format == "wide" {
 			auto := "manual"
 			if sp := app.Spec.SyncPolicy; sp != nil && sp.Automated != nil {

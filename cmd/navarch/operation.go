@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 // waitFlags are --wait and --timeout of the commands that start an operation.
@@ -311,7 +312,7 @@ annotation to resume it.`,
 				return err
 			}
 			fmt.Fprintf(out, "Requested a rollback of Application %s to history entry %d (revision %s, path %s).\n",
-				qualified(app.Namespace, app.Name), id, shortRevision(entry.Revision), orDash(entry.Source.Path))
+				qualified(app.Namespace, app.Name), id, source.ShortRevision(entry.Revision), orDash(entry.Source.Path))
 			fmt.Fprintf(out, `Automated sync is paused while the Application runs an older revision: the controller sets
 the annotation %s on it. To resume automated sync, remove the annotation:
   kubectl annotate applications.navarch.io %s -n %s %s-

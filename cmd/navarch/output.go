@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -247,12 +248,38 @@ func objectMap(obj client.Object) (map[string]any, error) {
 	return m, nil
 }
 
-// shortRevision is the first 8 characters of a commit SHA; other revisions are left alone.
-func shortRevision(rev string) string {
-	if len(rev) == 40 && strings.Trim(rev, "0123456789abcdef") == "" {
-		return rev[:8]
+// describeSource is one source as `app get` and `appset get` print it: "REPO, path P, revision R"
+// for a Git directory, "REPO, chart C, version V" for a chart, with its ref.
+func describeSource(src navarchv1.ApplicationSource) string {
+	var s string
+	switch {
+	case src.Chart != "":
+		s = fmt.Sprintf("%s, chart %s, version %s", src.RepoURL, src.Chart, orDefault(src.TargetRevision, "latest"))
+	case src.Path == "" && src.Ref != "":
+		s = fmt.Sprintf("%s, revision %s", src.RepoURL, orDefault(src.TargetRevision, "HEAD"))
+	default:
+		s = fmt.Sprintf("%s, path %s, revision %s", src.RepoURL, orDash(src.Path), orDefault(src.TargetRevision, "HEAD"))
 	}
-	return rev
+	if src.Ref != "" {
+		s += ", ref $" + src.Ref
+	}
+	return s
+}
+
+// sourcePath is what names a source in a table: its path, or its chart.
+func sourcePath(src navarchv1.ApplicationSource) string { return cmp.Or(src.Path, src.Chart) }
+
+// describeSources adds a field per source: "Source:" for one, "Sources:" and one line per
+// source for several.
+func describeSources(field func(name, value string), indent string, sources []navarchv1.ApplicationSource) {
+	if len(sources) == 1 {
+		field(indent+"Source", describeSource(sources[0]))
+		return
+	}
+	field(indent+"Sources", fmt.Sprint(len(sources)))
+	for i, src := range sources {
+		field(fmt.Sprintf("%s  [%d]", indent, i), describeSource(src))
+	}
 }
 
 // ago is how long before now t was, as kubectl prints ages: "5m", "3h12m", "2d".

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 func TestPrintTableAlignsByVisibleWidth(t *testing.T) {
@@ -121,8 +122,8 @@ func TestShortRevision(t *testing.T) {
 		"v1.2.3": "v1.2.3",
 		"":       "",
 	} {
-		if got := shortRevision(in); got != want {
-			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
+		if got := source.ShortRevision(in); got != want {
+			t.Errorf("source.ShortRevision(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

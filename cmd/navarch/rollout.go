@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 // The rollout commands read and steer a RollingSync rollout. The controller does the work:
@@ -420,7 +421,7 @@ func rolloutAppRows(apps []navarchv1.RolloutApplicationStatus, now time.Time, p 
 			since = ago(now, a.LastTransitionTime.Time)
 		}
 		rows = append(rows, []string{a.Application, step, paintState(p, a.Status, orDash(string(a.Status))),
-			orDash(shortRevision(a.TargetRevision)), orDash(since), orDash(oneLine(a.Message, 512))})
+			orDash(source.ShortRevision(a.TargetRevision)), orDash(since), orDash(oneLine(a.Message, 512))})
 	}
 	return rows
 }

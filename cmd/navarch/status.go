@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/destination"
 )
 
@@ -145,7 +146,7 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 			// One row per application of the set: its app.kubernetes.io/name label when the
 			// template sets one (its source path may differ per cluster, e.g. an overlay per
 			// environment), else its source path.
-			name = set + ":" + cmp.Or(app.Labels["app.kubernetes.io/name"], app.Spec.Source.Path)
+			name = set + ":" + cmp.Or(app.Labels["app.kubernetes.io/name"], sourcePath(app.Spec.GetSources()[0]))
 		}
 		if len(namespaces) > 1 {
 			name = app.Namespace + "/" + name
@@ -154,7 +155,7 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 		if !ok {
 			row = &matrixRow{Name: name, Namespace: app.Namespace, Cells: map[string][]matrixCell{}}
 			if set != "" {
-				row.ApplicationSet, row.Path = set, app.Spec.Source.Path
+				row.ApplicationSet, row.Path = set, sourcePath(app.Spec.GetSources()[0])
 			}
 			rows[name] = row
 		}
@@ -276,7 +277,7 @@ func matrixCellText(cells []matrixCell, wide bool, p palette) string {
 	if wide {
 		text = string(w.Sync) + "/" + string(w.Health)
 		if w.Revision != "" {
-			text += "@" + shortRevision(w.Revision)
+			text += "@" + source.ShortRevision(w.Revision)
 		}
 	} else {
 		text = orDefault(shortSync[w.Sync], string(w.Sync)) + "/" + orDefault(shortHealth[w.Health], string(w.Health))

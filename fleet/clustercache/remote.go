@@ -42,6 +42,7 @@ type Remote struct {
 
 	fingerprint string
 	discovery   discovery.DiscoveryInterface
+	cached      discovery.CachedDiscoveryInterface // shared with mapper
 	mapper      meta.ResettableRESTMapper
 	log         logr.Logger
 	ctx         context.Context
@@ -53,6 +54,7 @@ type Remote struct {
 	lastReset  time.Time
 	probeError error
 	onReady    func(cluster string)
+	caps       *capabilities
 }
 
 // watch is the informer of one resource type.
@@ -73,13 +75,15 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		return nil, &ConfigError{Cluster: name, Err: err}
 	}
 	ctx, cancel := context.WithCancel(parent)
+	cached := memory.NewMemCacheClient(disc)
 	r := &Remote{
 		Name:        name,
 		Config:      cfg,
 		Dynamic:     dyn,
 		fingerprint: fingerprint,
 		discovery:   disc,
-		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		cached:      cached,
+		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(cached),
 		log:         opts.Logger.WithValues("cluster", name),
 		ctx:         ctx,
 		cancel:      cancel,

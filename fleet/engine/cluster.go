@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/render"
 )
 
 // Cluster is what the engine uses of a destination cluster: *clustercache.Remote in the
@@ -22,6 +23,8 @@ type Cluster interface {
 	// Live returns the managed object of mapping m named ns/name from the watch cache, or nil.
 	// Watch events of managed objects requeue the Application that tracks them.
 	Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error)
+	// Capabilities describe the cluster to Helm charts: its version and APIs.
+	Capabilities() (render.Capabilities, error)
 }
 
 var _ Cluster = (*clustercache.Remote)(nil)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/render"
 )
 
 // fakeCluster is an in-memory destination cluster for the engine's unit tests: the kinds it
@@ -89,6 +90,10 @@ func (c *fakeCluster) Resource(m *meta.RESTMapping, ns string) dynamic.ResourceI
 		ns = ""
 	}
 	return &fakeResource{c: c, m: m, ns: ns}
+}
+
+func (c *fakeCluster) Capabilities() (render.Capabilities, error) {
+	return render.Capabilities{KubeVersion: "v1.37.2", APIVersions: []string{"v1", "apps/v1"}}, nil
 }
 
 func (c *fakeCluster) Live(_ context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {

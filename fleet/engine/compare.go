@@ -86,7 +86,8 @@ const compareConcurrency = 8
 
 // comparison is the outcome of comparing an Application's desired objects with the cluster.
 type comparison struct {
-	commit    string
+	commit    string       // the revision compared: a commit, or several sources' joined
+	revisions []string     // the revision of each source, with spec.sources
 	resources []*resource  // desired ones first, then ones to prune
 	hooks     []*resource  // hooks, not compared
 	ignore    *diff.Ignore // the Application's compiled ignoreDifferences

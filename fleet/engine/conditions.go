@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 func setCondition(app *navarchv1.Application, typ string, status metav1.ConditionStatus, reason, message string) {
@@ -40,19 +41,12 @@ func setReady(app *navarchv1.Application) {
 	case running:
 		ready(metav1.ConditionFalse, navarchv1.ReasonSyncing, st.OperationState.Message)
 	case st.Sync.Status != navarchv1.SyncStatusSynced:
-		ready(metav1.ConditionFalse, navarchv1.ReasonOutOfSync, "the live state differs from Git at "+shortCommit(st.Sync.Revision))
+		ready(metav1.ConditionFalse, navarchv1.ReasonOutOfSync, "the live state differs from Git at "+source.ShortRevision(st.Sync.Revision))
 	case st.Health.Status != navarchv1.HealthHealthy:
 		ready(metav1.ConditionFalse, navarchv1.ReasonNotHealthy, string(st.Health.Status)+": "+st.Health.Message)
 	default:
-		ready(metav1.ConditionTrue, navarchv1.ReasonSyncedAndHealthy, "synced to "+shortCommit(st.Sync.Revision)+" and healthy")
+		ready(metav1.ConditionTrue, navarchv1.ReasonSyncedAndHealthy, "synced to "+source.ShortRevision(st.Sync.Revision)+" and healthy")
 	}
-}
-
-func shortCommit(c string) string {
-	if len(c) > 8 {
-		return c[:8]
-	}
-	return c
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

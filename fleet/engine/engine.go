@@ -108,7 +108,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.comparisonFailed(app, err)
 		return res, nil
 	}
-	manifests, err := e.opts.Source.Fetch(ctx, app.Spec.Source, "", refresh)
+	manifests, err := e.fetch(ctx, app, remote, nil, "", refresh)
 	if err != nil {
 		e.comparisonFailed(app, err)
 		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
@@ -121,7 +121,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		return res, nil
 	}
 	cmp := e.compare(ctx, app, remote, desired, ig, opts)
-	cmp.commit, cmp.hooks = manifests.Commit, hooks
+	cmp.commit, cmp.revisions, cmp.hooks = manifests.Commit, revisionsOf(app, nil, manifests.Commit), hooks
 	e.recordComparison(app, cmp)
 
 	// Start an operation: asked for, or automated.
@@ -130,7 +130,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
 			started = true
-			if pause := e.startRequested(ctx, app, manifests.Commit); pause != "" {
+			if pause := e.startRequested(ctx, app, remote, manifests.Commit); pause != "" {
 				res.Annotations = map[string]string{navarchv1.AnnotationAutomatedSyncPaused: pause}
 			}
 		}
@@ -185,7 +185,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 // startRequested starts the operation of app.operation: a sync (of spec.source at the
 // compared commit, or of an explicit revision or source), or a rollback to a history entry.
 // For a rollback it returns the value of the annotation that pauses automated sync.
-func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application, commit string) (pause string) {
+func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application, remote *cluster, commit string) (pause string) {
 	op := *app.Operation
 	if rb := op.Rollback; rb != nil {
 		i := slices.IndexFunc(app.Status.History, func(h navarchv1.RevisionHistory) bool { return h.ID == rb.ID })
@@ -195,18 +195,23 @@ func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application,
 			return ""
 		}
 		h := app.Status.History[i]
-		op.Sync = &navarchv1.SyncOperation{Revision: h.Revision, Source: new(h.Source)}
-		pause = fmt.Sprintf("rolled back to history entry %d (%s); remove this annotation to resume automated sync", h.ID, shortCommit(h.Revision))
+		op.Sync = &navarchv1.SyncOperation{Revision: h.Revision}
+		if len(h.Sources) > 0 {
+			op.Sync.Sources, op.Sync.Revisions = h.Sources, h.Revisions
+		} else {
+			op.Sync.Source = new(h.Source)
+		}
+		pause = fmt.Sprintf("rolled back to history entry %d (%s); remove this annotation to resume automated sync", h.ID, source.ShortRevision(h.Revision))
 	}
 	if op.Sync == nil {
 		op.Sync = &navarchv1.SyncOperation{}
 	}
-	if rev := op.Sync.Revision; rev != "" || op.Sync.Source != nil {
-		src := app.Spec.Source
-		if op.Sync.Source != nil {
-			src = *op.Sync.Source
-		}
-		at, err := e.opts.Source.Fetch(ctx, src, rev, false)
+	rev := op.Sync.Revision
+	if len(op.Sync.Revisions) > 0 {
+		rev = source.JoinRevisions(op.Sync.Revisions)
+	}
+	if rev != "" || op.Sync.GetSources() != nil {
+		at, err := e.fetch(ctx, app, remote, op.Sync.GetSources(), rev, false)
 		if err != nil {
 			e.startOperation(app, op, "")
 			e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.sync.revision %q: %v", rev, err))
@@ -226,7 +231,7 @@ func (e *Engine) supersede(app *navarchv1.Application, c *comparison) {
 		!state.Operation.InitiatedBy.Automated || state.SyncResult.Revision == c.commit {
 		return
 	}
-	e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("superseded by commit %s; last error: %s", shortCommit(c.commit), state.Message))
+	e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("superseded by commit %s; last error: %s", source.ShortRevision(c.commit), state.Message))
 }
 
 // syncOptions are the Application's sync options.
@@ -254,7 +259,7 @@ func (e *Engine) comparisonFailed(app *navarchv1.Application, err error) {
 // recordComparison writes a comparison into the Application's status.
 func (e *Engine) recordComparison(app *navarchv1.Application, c *comparison) {
 	st := &app.Status
-	st.Sync = navarchv1.SyncStatus{Status: c.sync, Revision: c.commit}
+	st.Sync = navarchv1.SyncStatus{Status: c.sync, Revision: c.commit, Revisions: c.revisions}
 	st.Health = c.health
 	resources := make([]navarchv1.ResourceStatus, 0, len(c.resources))
 	for _, r := range c.resources {
@@ -322,7 +327,7 @@ func (e *Engine) automatedOperation(app *navarchv1.Application, c *comparison, r
 		return nil, 0
 	}
 	return &navarchv1.Operation{
-		Sync:        &navarchv1.SyncOperation{Revision: c.commit, Prune: p.Automated.Prune},
+		Sync:        &navarchv1.SyncOperation{Revision: c.commit, Revisions: c.revisions, Prune: p.Automated.Prune},
 		InitiatedBy: navarchv1.OperationInitiator{Automated: true},
 	}, 0
 }
@@ -351,10 +356,42 @@ func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operati
 		Phase:      navarchv1.OperationRunning,
 		Message:    "sync started",
 		StartedAt:  metav1.NewTime(e.opts.Now()),
-		SyncResult: &navarchv1.SyncOperationResult{Revision: commit},
+		SyncResult: &navarchv1.SyncOperationResult{Revision: commit, Revisions: revisionsOf(app, op.Sync.GetSources(), commit)},
 	}
 	state.ID = attemptID(app, state)
 	app.Status.OperationState = state
+}
+
+// fetch renders the Application's sources (or those given, for an operation that names its
+// own) at revision ("" for their targetRevisions; several sources' revisions joined), as a
+// Helm release named after the Application in its destination namespace, on remote.
+func (e *Engine) fetch(ctx context.Context, app *navarchv1.Application, remote *cluster, sources []navarchv1.ApplicationSource, revision string, refresh bool) (*source.Manifests, error) {
+	if sources == nil {
+		sources = app.Spec.GetSources()
+	}
+	return e.opts.Source.FetchSources(ctx, source.Request{
+		Sources:      sources,
+		Revisions:    source.SplitRevisions(revision, len(sources)),
+		Refresh:      refresh,
+		ReleaseName:  app.Name,
+		Namespace:    app.Spec.Destination.Namespace,
+		Capabilities: remote.Capabilities,
+	})
+}
+
+// revisionsOf is the revision of each source for status and history: nil for an
+// Application with spec.source, one per source with spec.sources.
+func revisionsOf(app *navarchv1.Application, sources []navarchv1.ApplicationSource, revision string) []string {
+	if sources == nil {
+		if !app.Spec.HasMultipleSources() {
+			return nil
+		}
+		sources = app.Spec.Sources
+	}
+	if len(sources) == 1 && !app.Spec.HasMultipleSources() {
+		return nil
+	}
+	return source.SplitRevisions(revision, len(sources))
 }
 
 func truncate(s string, n int) string {

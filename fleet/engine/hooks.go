@@ -36,6 +36,15 @@ func isHook(obj *unstructured.Unstructured) bool {
 	return annotation(obj, navarchv1.AnnotationHook, navarchv1.ArgoAnnotationHook, "helm.sh/hook") != ""
 }
 
+// helmHookWeight orders Helm hooks of a phase, like a sync wave.
+const helmHookWeight = "helm.sh/hook-weight"
+
+// isHelmHook reports whether obj is a hook only by Helm's annotation: navarch's and Argo CD's
+// hook annotations win over Helm's.
+func isHelmHook(obj *unstructured.Unstructured) bool {
+	return annotation(obj, "helm.sh/hook") != "" && annotation(obj, navarchv1.AnnotationHook, navarchv1.ArgoAnnotationHook) == ""
+}
+
 // helmHooks maps Helm's hook names onto sync phases; the others (delete, rollback, test
 // hooks) have no counterpart in a sync and are skipped.
 var helmHooks = map[string]navarchv1.SyncPhase{

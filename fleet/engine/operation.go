@@ -133,12 +133,8 @@ func (op *operation) selectResources(ctx context.Context) (outcome, error) {
 	sync, revision := op.state.Operation.Sync, op.state.SyncResult.Revision
 	op.opts = op.e.syncOptions(op.app)
 	resources, hooks := op.cmp.resources, op.cmp.hooks
-	if revision != op.cmp.commit || sync.Source != nil {
-		src := op.app.Spec.Source
-		if sync.Source != nil {
-			src = *sync.Source
-		}
-		manifests, err := op.e.opts.Source.Fetch(ctx, src, revision, false)
+	if revision != op.cmp.commit || sync.GetSources() != nil {
+		manifests, err := op.e.fetch(ctx, op.app, op.remote, sync.GetSources(), revision, false)
 		if err != nil {
 			return failuref("fetch revision %s: %v", revision, err), nil
 		}
@@ -565,18 +561,24 @@ func (e *Engine) addHistory(app *navarchv1.Application, state *navarchv1.Operati
 	if n := len(app.Status.History); n > 0 {
 		id = app.Status.History[n-1].ID + 1
 	}
-	source := app.Spec.Source
-	if state.Operation.Sync.Source != nil {
-		source = *state.Operation.Sync.Source
-	}
-	app.Status.History = append(app.Status.History, navarchv1.RevisionHistory{
+	entry := navarchv1.RevisionHistory{
 		ID:              id,
 		Revision:        state.SyncResult.Revision,
-		Source:          source,
+		Revisions:       state.SyncResult.Revisions,
 		DeployStartedAt: new(state.StartedAt),
 		DeployedAt:      at,
 		InitiatedBy:     state.Operation.InitiatedBy,
-	})
+	}
+	sources := state.Operation.Sync.GetSources()
+	if sources == nil {
+		sources = app.Spec.GetSources()
+	}
+	if len(state.Operation.Sync.Sources) > 0 || (state.Operation.Sync.Source == nil && app.Spec.HasMultipleSources()) {
+		entry.Sources = sources
+	} else {
+		entry.Source = sources[0]
+	}
+	app.Status.History = append(app.Status.History, entry)
 	limit := int64(10)
 	if app.Spec.RevisionHistoryLimit != nil {
 		limit = *app.Spec.RevisionHistoryLimit

@@ -39,11 +39,16 @@ func kindRank(kind string) int {
 	return len(kindOrder)
 }
 
-// waveOf reads the sync-wave annotation; a missing or malformed one is wave 0.
+// waveOf reads the sync-wave annotation, or, for a Helm hook without one, helm.sh/hook-weight;
+// a missing or malformed one is wave 0.
 func waveOf(r *resource) int64 {
-	v := annotation(r.obj, navarchv1.AnnotationSyncWave, navarchv1.ArgoAnnotationSyncWave)
-	if r.obj == nil {
-		v = annotation(r.live, navarchv1.AnnotationSyncWave, navarchv1.ArgoAnnotationSyncWave)
+	obj := r.obj
+	if obj == nil {
+		obj = r.live
+	}
+	v := annotation(obj, navarchv1.AnnotationSyncWave, navarchv1.ArgoAnnotationSyncWave)
+	if v == "" && isHelmHook(obj) {
+		v = annotation(obj, helmHookWeight)
 	}
 	w, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {

@@ -110,6 +110,20 @@ func TestWaveOf(t *testing.T) {
 		{name: "live only, argo", noObj: true, live: map[string]string{navarchv1.ArgoAnnotationSyncWave: "6"}, want: 6},
 		{name: "live only, malformed", noObj: true, live: map[string]string{navarchv1.AnnotationSyncWave: "x"}, want: 0},
 		{name: "neither desired nor live", noObj: true, noLive: true, want: 0},
+		{name: "helm hook weight", obj: map[string]string{"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "-2"}, noLive: true, want: -2},
+		{
+			name:   "a sync wave wins over a helm hook weight",
+			obj:    map[string]string{"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "-2", navarchv1.ArgoAnnotationSyncWave: "4"},
+			noLive: true,
+			want:   4,
+		},
+		{
+			name:   "an argo hook makes helm's weight meaningless",
+			obj:    map[string]string{"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "-2", navarchv1.ArgoAnnotationHook: "PreSync"},
+			noLive: true,
+			want:   0,
+		},
+		{name: "a helm weight on an object that is no hook", obj: map[string]string{"helm.sh/hook-weight": "5"}, noLive: true, want: 0},
 		{
 			name: "desired wave wins over live",
 			obj:  map[string]string{navarchv1.AnnotationSyncWave: "1"},

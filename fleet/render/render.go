@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,26 @@ type HelmRenderer interface {
 	RenderChart(ctx context.Context, req HelmRequest) ([]*unstructured.Unstructured, error)
 }
 
+// HelmRequestFor is the rendering of chart as src asks for it: the release name and namespace
+// of spec.source.helm, else of opts, and a chart's CRDs unless skipCrds.
+func HelmRequestFor(src navarchv1.ApplicationSource, opts Options, chart HelmChart) HelmRequest {
+	req := HelmRequest{
+		Chart:        chart,
+		Options:      src.Helm,
+		ReleaseName:  opts.ReleaseName,
+		Namespace:    opts.Namespace,
+		Capabilities: opts.Capabilities,
+		Refs:         opts.Refs,
+		IncludeCRDs:  true,
+	}
+	if h := src.Helm; h != nil {
+		req.ReleaseName = cmp.Or(h.ReleaseName, req.ReleaseName)
+		req.Namespace = cmp.Or(h.Namespace, req.Namespace)
+		req.IncludeCRDs = !h.SkipCrds
+	}
+	return req
+}
+
 // Render renders src.Path of repo. Objects come back in a stable order (file order for
 // directories, kustomize's output order for kustomizations, Helm's install order for charts).
 //
@@ -114,7 +135,10 @@ func Render(ctx context.Context, repo fs.FS, src navarchv1.ApplicationSource, op
 	}
 
 	if src.Helm != nil || isFile(repo, joinPath(dir, "Chart.yaml")) {
-		return nil, &Error{File: dir, Err: ErrHelmNotSupported}
+		if opts.Helm == nil {
+			return nil, &Error{File: dir, Err: ErrHelmNotSupported}
+		}
+		return opts.Helm.RenderChart(ctx, HelmRequestFor(src, opts, HelmChart{FS: repo, Dir: dir, Source: dir}))
 	}
 	if kustomization := findKustomization(repo, dir); kustomization != "" {
 		return renderKustomization(repo, dir, src.Kustomize)

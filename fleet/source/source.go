@@ -1,9 +1,17 @@
-// Package source fetches an Application's manifests: it resolves the source's revision to a
-// commit in Git, reads that commit's tree and renders the source path with package render.
+// Package source fetches an Application's manifests: it resolves each source's revision (a
+// Git branch, tag or commit; a Helm chart version or constraint), reads the commit's tree or
+// the chart, and renders it with package render (and fleet/helm, through render.Options).
+//
+// An Application has one source (spec.source) or several (spec.sources). Several sources are
+// fetched together: the objects of all of them form one set, and a source's ref makes its
+// snapshot available to the others' Helm value files as "$ref/path". A source with a ref
+// and neither path nor chart contributes files only.
 //
 // Resolving a branch costs a round trip to the Git server, so a Fetcher remembers each
 // resolution for the polling interval (a refresh skips that); rendering costs CPU, so it
-// remembers the rendered objects per commit and source options.
+// remembers the rendered objects per set of revisions and source options. Remote kustomize
+// bases are resolved through the same cache, and a remembered rendering is used only while
+// the bases it read are still at the commits it read.
 package source
 
 import (
@@ -11,8 +19,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -31,21 +43,35 @@ const DefaultPollInterval = 3 * time.Minute
 type Fetcher struct {
 	git          *gitrepo.Reader
 	credentials  func(ctx context.Context, repoURL string) (*gitrepo.Credentials, error)
+	charts       Charts
+	helm         render.HelmRenderer
 	pollInterval time.Duration
 	now          func() time.Time
 
 	lookups  singleflight.Group
 	mu       sync.Mutex
 	resolved map[resolveKey]resolution
-	rendered *lru.Cache // renderKey → []*unstructured.Unstructured
+	rendered *lru.Cache // renderKey → rendering
+}
+
+// Charts resolves chart versions in Helm repositories and OCI registries (fleet/helm/repo).
+type Charts interface {
+	// Resolve returns the exact version of chart in the repository at repoURL that matches
+	// version (exact, a semver constraint, or "" for the latest stable). With refresh it asks
+	// the repository even if it did recently.
+	Resolve(ctx context.Context, repoURL, chart, version string, refresh bool) (string, error)
 }
 
 // Options configure a Fetcher.
 type Options struct {
 	// Git reads repositories.
 	Git *gitrepo.Reader
-	// Credentials returns the credentials of a repository, or nil.
+	// Credentials returns the credentials of a Git repository, or nil.
 	Credentials func(ctx context.Context, repoURL string) (*gitrepo.Credentials, error)
+	// Charts resolves chart versions of chart sources; nil refuses chart sources.
+	Charts Charts
+	// Helm renders Helm charts; nil refuses them.
+	Helm render.HelmRenderer
 	// PollInterval is how long a resolved branch or tag is trusted. Default DefaultPollInterval.
 	PollInterval time.Duration
 	// CachedRenders is how many rendered sources are kept. Default 1024.
@@ -62,14 +88,66 @@ type resolution struct {
 	forgotten bool
 }
 
-// Manifests are the rendered objects of a source at a commit.
+// rendering is a remembered rendering, with the remote kustomize bases it read.
+type rendering struct {
+	// usedHelm marks an entry that only says the rendering ran Helm: the rendering itself
+	// is under the key that includes the release and the cluster's capabilities.
+	usedHelm bool
+	objects  []*unstructured.Unstructured
+	remotes  map[resolveKey]string // (repository, ref) → commit
+}
+
+// Manifests are the rendered objects of an Application's sources at their revisions.
 type Manifests struct {
-	// Commit is the full SHA the source was rendered at.
+	// Commit is the revision rendered: the full commit SHA (or chart version) of a single
+	// source; with several sources, their revisions joined by commas (see JoinRevisions).
 	Commit string
+	// Revisions are the revisions of each source, with several sources; nil with one.
+	Revisions []string
 	// Objects are shared with the cache: deep-copy before changing them.
 	Objects []*unstructured.Unstructured
-	// NextPoll is how long until the revision should be resolved again.
+	// NextPoll is how long until the revisions should be resolved again.
 	NextPoll time.Duration
+}
+
+// Request is what to fetch: an Application's sources, at revisions, for a destination.
+type Request struct {
+	// Sources are spec.source, or spec.sources.
+	Sources []navarchv1.ApplicationSource
+	// Revisions override the targetRevision of the source at the same index; "" or a missing
+	// entry keeps it.
+	Revisions []string
+	// Refresh asks Git and chart repositories again even if they were asked recently.
+	Refresh bool
+	// ReleaseName and Namespace are the Helm release's defaults: the Application's name and
+	// destination namespace.
+	ReleaseName string
+	Namespace   string
+	// Capabilities describe the destination cluster to Helm charts; asked only when a
+	// source may be a chart. nil means Helm's defaults.
+	Capabilities func() (render.Capabilities, error)
+}
+
+func (r Request) capabilities() (render.Capabilities, error) {
+	if r.Capabilities == nil {
+		return render.Capabilities{}, nil
+	}
+	return r.Capabilities()
+}
+
+// JoinRevisions is the one revision string of several sources' revisions, as status and
+// history record it: "rev1,rev2". A single revision is itself.
+func JoinRevisions(revisions []string) string { return strings.Join(revisions, ",") }
+
+// SplitRevisions undoes JoinRevisions for n sources; "" gives no revisions.
+func SplitRevisions(revision string, n int) []string {
+	if revision == "" {
+		return nil
+	}
+	if n <= 1 {
+		return []string{revision}
+	}
+	return strings.Split(revision, ",")
 }
 
 // New returns a Fetcher.
@@ -86,6 +164,8 @@ func New(opts Options) *Fetcher {
 	return &Fetcher{
 		git:          opts.Git,
 		credentials:  opts.Credentials,
+		charts:       opts.Charts,
+		helm:         opts.Helm,
 		pollInterval: opts.PollInterval,
 		now:          time.Now,
 		resolved:     map[resolveKey]resolution{},
@@ -97,37 +177,237 @@ func New(opts Options) *Fetcher {
 // or render can be fixed by a new commit no sooner than this.
 func (f *Fetcher) PollInterval() time.Duration { return f.pollInterval }
 
-// Fetch renders src at revision (empty: src.TargetRevision). With refresh it asks Git for the
-// revision's commit even if it resolved it recently.
+// Fetch renders the single source src at revision (empty: src.TargetRevision). With refresh it
+// asks Git for the revision's commit even if it resolved it recently.
 func (f *Fetcher) Fetch(ctx context.Context, src navarchv1.ApplicationSource, revision string, refresh bool) (*Manifests, error) {
-	if revision == "" {
-		revision = src.TargetRevision
+	return f.FetchSources(ctx, Request{Sources: []navarchv1.ApplicationSource{src}, Revisions: []string{revision}, Refresh: refresh})
+}
+
+// fetched is one source resolved: its revision, and its snapshot (Git sources).
+type fetched struct {
+	src      navarchv1.ApplicationSource
+	revision string
+	creds    *gitrepo.Credentials
+	snap     gitrepo.Snapshot
+}
+
+// FetchSources renders the sources of req at their revisions. Errors name the source by its
+// position among several ("sources[1] (https://…): …").
+func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, error) {
+	if len(req.Sources) == 0 {
+		return nil, errors.New("no source: set spec.source or spec.sources")
 	}
-	creds, err := f.credentials(ctx, src.RepoURL)
+	multi := len(req.Sources) > 1
+	name := func(i int) string {
+		if !multi {
+			return ""
+		}
+		return fmt.Sprintf("sources[%d] (%s): ", i, gitrepo.RedactURL(req.Sources[i].RepoURL))
+	}
+	nextPoll := f.pollInterval
+	all := make([]fetched, len(req.Sources))
+	refs := map[string]fs.FS{}
+	for i, src := range req.Sources {
+		revision := src.TargetRevision
+		if i < len(req.Revisions) && req.Revisions[i] != "" {
+			revision = req.Revisions[i]
+		}
+		all[i].src = src
+		if src.Chart != "" {
+			if f.charts == nil || f.helm == nil {
+				return nil, fmt.Errorf("%schart %q: Helm repositories are not configured", name(i), src.Chart)
+			}
+			version, err := f.charts.Resolve(ctx, src.RepoURL, src.Chart, revision, req.Refresh)
+			if err != nil {
+				return nil, fmt.Errorf("%s%w", name(i), err)
+			}
+			all[i].revision = version
+			continue
+		}
+		creds, err := f.credentials(ctx, src.RepoURL)
+		if err != nil {
+			return nil, fmt.Errorf("%s%w", name(i), err)
+		}
+		commit, poll, err := f.resolve(ctx, src.RepoURL, revision, creds, req.Refresh)
+		if err != nil {
+			return nil, fmt.Errorf("%s%w", name(i), err)
+		}
+		nextPoll = min(nextPoll, poll)
+		all[i].revision, all[i].creds = commit, creds
+		if src.Ref != "" {
+			// Value files of other sources read this snapshot.
+			snap, err := f.git.Snapshot(ctx, src.RepoURL, commit, creds)
+			if err != nil {
+				return nil, fmt.Errorf("%s%w", name(i), err)
+			}
+			all[i].snap = snap
+			refs[src.Ref] = snap.FS()
+		}
+	}
+	revisions := make([]string, len(all))
+	for i := range all {
+		revisions[i] = all[i].revision
+	}
+	m := &Manifests{Commit: JoinRevisions(revisions), NextPoll: nextPoll}
+	if multi {
+		m.Revisions = revisions
+	}
+
+	key, err := renderKey(all, req, nil)
 	if err != nil {
 		return nil, err
 	}
-	commit, nextPoll, err := f.resolve(ctx, src.RepoURL, revision, creds, refresh)
+	if r := f.cached(ctx, key, all, req); r != nil {
+		m.Objects = r.objects
+		return m, nil
+	}
+	caps, capsErr := req.capabilities()
+	r := &rendering{}
+	var remotes sync.Map // resolveKey → commit
+	var recorder render.HelmRenderer
+	usedHelm := &helmUse{}
+	if f.helm != nil {
+		recorder = helmRecorder{f.helm, usedHelm, capsErr}
+	}
+	for i, s := range all {
+		if multi && s.src.Path == "" && s.src.Chart == "" && s.src.Ref != "" {
+			continue // files only
+		}
+		opts := render.Options{
+			Helm:         recorder,
+			ReleaseName:  req.ReleaseName,
+			Namespace:    req.Namespace,
+			Capabilities: caps,
+			Refs:         refs,
+			Remote: func(ctx context.Context, repoURL, ref string) (fs.FS, error) {
+				return f.remote(ctx, repoURL, ref, req.Refresh, &remotes)
+			},
+		}
+		var objs []*unstructured.Unstructured
+		if s.src.Chart != "" {
+			chart := render.HelmChart{RepoURL: s.src.RepoURL, Name: s.src.Chart, Version: s.revision,
+				Source: fmt.Sprintf("%s %s %s", gitrepo.RedactURL(s.src.RepoURL), s.src.Chart, s.revision)}
+			objs, err = recorder.RenderChart(ctx, render.HelmRequestFor(s.src, opts, chart))
+			if err != nil {
+				return nil, fmt.Errorf("%s%w", name(i), err)
+			}
+		} else {
+			snap := s.snap
+			if snap == nil {
+				if snap, err = f.git.Snapshot(ctx, s.src.RepoURL, s.revision, s.creds); err != nil {
+					return nil, fmt.Errorf("%s%w", name(i), err)
+				}
+			}
+			objs, err = render.Render(ctx, snap.FS(), s.src, opts)
+			if err != nil {
+				return nil, fmt.Errorf("%srender %s at %.8s: %w", name(i), gitrepo.RedactURL(s.src.RepoURL), s.revision, err)
+			}
+		}
+		r.objects = append(r.objects, objs...)
+	}
+	remotes.Range(func(k, v any) bool {
+		if r.remotes == nil {
+			r.remotes = map[resolveKey]string{}
+		}
+		r.remotes[k.(resolveKey)] = v.(string)
+		return true
+	})
+	if usedHelm.Load() {
+		// Helm's output depends on the release and the cluster: remember it under a key
+		// that says which, and that this rendering needs one.
+		helmKey, err := renderKey(all, req, &caps)
+		if err != nil {
+			return nil, err
+		}
+		f.rendered.Add(key, &rendering{usedHelm: true})
+		f.rendered.Add(helmKey, r)
+	} else {
+		f.rendered.Add(key, r)
+	}
+	m.Objects = r.objects
+	return m, nil
+}
+
+// cached returns the remembered rendering of key (or, for a rendering that ran Helm, of
+// helmKey) whose remote bases have not moved, or nil.
+func (f *Fetcher) cached(ctx context.Context, key string, all []fetched, req Request) *rendering {
+	v, ok := f.rendered.Get(key)
+	if !ok {
+		return nil
+	}
+	r := v.(*rendering)
+	if r.usedHelm {
+		caps, err := req.capabilities()
+		if err != nil {
+			return nil
+		}
+		helmKey, err := renderKey(all, req, &caps)
+		if err != nil {
+			return nil
+		}
+		if v, ok = f.rendered.Get(helmKey); !ok {
+			return nil
+		}
+		r = v.(*rendering)
+	}
+	if !f.remotesUnchanged(ctx, r.remotes) {
+		return nil
+	}
+	return r
+}
+
+// helmUse records whether a rendering ran Helm.
+type helmUse = atomic.Bool
+
+// helmRecorder is a HelmRenderer that records its use, and fails when the cluster's
+// capabilities, which Helm templates see, could not be discovered.
+type helmRecorder struct {
+	render.HelmRenderer
+	used    *helmUse
+	capsErr error
+}
+
+func (h helmRecorder) RenderChart(ctx context.Context, req render.HelmRequest) ([]*unstructured.Unstructured, error) {
+	h.used.Store(true)
+	if h.capsErr != nil {
+		return nil, fmt.Errorf("the destination cluster's version and APIs, which Helm charts see: %w", h.capsErr)
+	}
+	return h.HelmRenderer.RenderChart(ctx, req)
+}
+
+// remote is render.Options.Remote: the snapshot of a remote kustomize base, resolved through
+// the same cache as sources, and recorded in seen.
+func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool, seen *sync.Map) (fs.FS, error) {
+	creds, err := f.credentials(ctx, repoURL)
 	if err != nil {
 		return nil, err
 	}
-	key, err := renderKey(commit, src)
+	commit, _, err := f.resolve(ctx, repoURL, ref, creds, refresh)
 	if err != nil {
 		return nil, err
 	}
-	if objs, ok := f.rendered.Get(key); ok {
-		return &Manifests{Commit: commit, Objects: objs.([]*unstructured.Unstructured), NextPoll: nextPoll}, nil
-	}
-	snap, err := f.git.Snapshot(ctx, src.RepoURL, commit, creds)
+	snap, err := f.git.Snapshot(ctx, repoURL, commit, creds)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := render.Render(ctx, snap.FS(), src, render.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("render %s at %.8s: %w", src.RepoURL, commit, err)
+	seen.Store(resolveKey{repoURL, ref}, commit)
+	return snap.FS(), nil
+}
+
+// remotesUnchanged reports whether every remote base a rendering read still resolves to the
+// commit it read.
+func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]string) bool {
+	for k, commit := range remotes {
+		creds, err := f.credentials(ctx, k.url)
+		if err != nil {
+			return false
+		}
+		now, _, err := f.resolve(ctx, k.url, k.revision, creds, false)
+		if err != nil || now != commit {
+			return false
+		}
 	}
-	f.rendered.Add(key, objs)
-	return &Manifests{Commit: commit, Objects: objs, NextPoll: nextPoll}, nil
+	return true
 }
 
 func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitrepo.Credentials, refresh bool) (string, time.Duration, error) {
@@ -169,13 +449,40 @@ func (f *Fetcher) Forget(repoURL, revision string) {
 	f.lookups.Forget(repoURL + "\x00" + revision)
 }
 
-// renderKey identifies a rendering: the commit and every source option that affects it.
-func renderKey(commit string, src navarchv1.ApplicationSource) (string, error) {
-	src.TargetRevision = ""
-	data, err := json.Marshal(src)
-	if err != nil {
-		return "", err
+// renderKey identifies a rendering: the revisions and every source option that affects it,
+// and, with caps, the release and the cluster's capabilities that Helm charts see.
+func renderKey(all []fetched, req Request, caps *render.Capabilities) (string, error) {
+	h := sha256.New()
+	for _, s := range all {
+		src := s.src
+		src.TargetRevision = ""
+		data, err := json.Marshal(src)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(s.revision))
+		h.Write([]byte{0})
+		h.Write(data)
+		h.Write([]byte{0})
 	}
-	sum := sha256.Sum256(append([]byte(commit), data...))
-	return hex.EncodeToString(sum[:]), nil
+	if caps != nil {
+		data, err := json.Marshal([]any{req.ReleaseName, req.Namespace, caps})
+		if err != nil {
+			return "", err
+		}
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ShortRevision shortens each full commit SHA of a revision (or of several sources' joined
+// revisions) to 8 characters, as status messages and the CLI show them; chart versions stay.
+func ShortRevision(rev string) string {
+	parts := strings.Split(rev, ",")
+	for i, p := range parts {
+		if len(p) == 40 && strings.Trim(p, "0123456789abcdef") == "" {
+			parts[i] = p[:8]
+		}
+	}
+	return strings.Join(parts, ",")
 }

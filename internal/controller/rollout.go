@@ -192,6 +192,20 @@ type member struct {
 // (or tag): the same repository and targetRevision.
 type revisionSource struct{ repoURL, revision string }
 
+// revisionSourceOf is the revision source of an Application: with several sources, all of
+// them together.
+func revisionSourceOf(spec *navarchv1.ApplicationSpec) revisionSource {
+	var s revisionSource
+	for i, src := range spec.GetSources() {
+		if i > 0 {
+			s.repoURL, s.revision = s.repoURL+" ", s.revision+" "
+		}
+		s.repoURL += src.RepoURL + "|" + src.Chart
+		s.revision += src.TargetRevision
+	}
+	return s
+}
+
 // rolloutPass is one evaluation of a rollout.
 type rolloutPass struct {
 	r       *ApplicationSetReconciler
@@ -224,7 +238,7 @@ func (r *ApplicationSetReconciler) rollout(ctx context.Context, set *navarchv1.A
 	}
 	for _, app := range rendered {
 		m := &member{name: app.Name, live: live[app.Name], settings: settings[app.Name], step: stepOf(steps, app),
-			source: revisionSource{app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision}}
+			source: revisionSourceOf(&app.Spec)}
 		m.state = p.observe(m, previous[app.Name])
 		p.members = append(p.members, m)
 	}

@@ -204,12 +204,18 @@ func (everyReplica) NeedLeaderElection() bool { return false }
 
 // webhookSourceKeys is the index function of indexWebhookSource.
 func webhookSourceKeys(o client.Object) []string {
-	src := o.(*navarchv1.Application).Spec.Source
-	repo := webhook.RepoKey(src.RepoURL)
-	if repo == "" {
-		return nil
+	var keys []string
+	for _, src := range o.(*navarchv1.Application).Spec.GetSources() {
+		if src.Chart != "" {
+			continue // a Helm repository, not a Git one
+		}
+		if repo := webhook.RepoKey(src.RepoURL); repo != "" {
+			if k := sourceKey(repo, webhook.Revision(src.TargetRevision)); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
 	}
-	return []string{sourceKey(repo, webhook.Revision(src.TargetRevision))}
+	return keys
 }
 
 func sourceKey(repoKey, revision string) string { return repoKey + "#" + revision }
@@ -300,7 +306,11 @@ func (w *webhookReceiver) refreshApplications(ctx context.Context, log logr.Logg
 				}
 				queued[key] = true
 				// First forget, then queue: the pass must not find the old commit remembered.
-				w.fetcher.Forget(app.Spec.Source.RepoURL, app.Spec.Source.TargetRevision)
+				for _, src := range app.Spec.GetSources() {
+					if src.Chart == "" && webhook.RepoKey(src.RepoURL) == repo {
+						w.fetcher.Forget(src.RepoURL, src.TargetRevision)
+					}
+				}
 				if !send(ctx, w.applications, &navarchv1.Application{ObjectMeta: reference(app)}) {
 					return len(queued)
 				}

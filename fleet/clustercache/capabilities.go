@@ -1,0 +1,71 @@
+package clustercache
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/discovery"
+
+	"github.com/navarch-io/navarch/fleet/render"
+)
+
+// capabilitiesTTL is how long discovered capabilities are trusted when the API has not been
+// rediscovered meanwhile: a chart that tests for a CRD's API sees it this soon after the CRD
+// is installed by someone else.
+const capabilitiesTTL = 5 * time.Minute
+
+// capabilities are the discovered capabilities and when.
+type capabilities struct {
+	render.Capabilities
+	at    time.Time
+	reset time.Time // lastReset when discovered
+}
+
+// Capabilities describe the cluster to Helm charts: its version and its API group/versions and
+// group/version/kinds, sorted. They come from discovery (cached with the REST mapper's) and
+// are discovered again after the API changed (a kind was not found) or capabilitiesTTL.
+func (r *Remote) Capabilities() (render.Capabilities, error) {
+	r.mu.Lock()
+	c := r.caps
+	reset := r.lastReset
+	r.mu.Unlock()
+	if c != nil && c.reset.Equal(reset) && time.Since(c.at) < capabilitiesTTL {
+		return c.Capabilities, nil
+	}
+	if c != nil && !c.reset.Equal(reset) {
+		r.cached.Invalidate()
+	}
+	version, err := r.cached.ServerVersion()
+	if err != nil {
+		return render.Capabilities{}, fmt.Errorf("cluster %s: discover version: %w", r.Name, err)
+	}
+	_, lists, err := discovery.ServerGroupsAndResources(r.cached)
+	if err != nil && len(lists) == 0 {
+		// A partial answer (one aggregated API down) is still the best description.
+		return render.Capabilities{}, fmt.Errorf("cluster %s: discover APIs: %w", r.Name, err)
+	}
+	var apis []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		if !seen[l.GroupVersion] {
+			seen[l.GroupVersion] = true
+			apis = append(apis, l.GroupVersion)
+		}
+		for _, res := range l.APIResources {
+			if res.Kind == "" || slices.Contains([]rune(res.Name), '/') {
+				continue // subresources
+			}
+			if gvk := l.GroupVersion + "/" + res.Kind; !seen[gvk] {
+				seen[gvk] = true
+				apis = append(apis, gvk)
+			}
+		}
+	}
+	slices.Sort(apis)
+	c = &capabilities{Capabilities: render.Capabilities{KubeVersion: version.GitVersion, APIVersions: apis}, at: time.Now(), reset: reset}
+	r.mu.Lock()
+	r.caps = c
+	r.mu.Unlock()
+	return c.Capabilities, nil
+}
