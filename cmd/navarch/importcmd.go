@@ -24,25 +24,40 @@ func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
 		Use:   "import -f FILE",
-		Short: "Convert Argo CD Applications, ApplicationSets and cluster Secrets to navarch objects",
+		Short: "Convert Argo CD Applications, ApplicationSets, cluster and repository Secrets to navarch objects",
 		Long: `import reads Argo CD YAML (several documents per file, or a List as kubectl get -o yaml
 prints it) and prints the navarch objects to create, as YAML on stdout, for kubectl apply -f -.
 Every field that is not carried over is named in a warning on stderr.
 
   Application, ApplicationSet    navarch.io/v1alpha1 Application, ApplicationSet; fields with no
                                  meaning in navarch (project: default, ...) are dropped with a
-                                 warning, fields it cannot honour are errors.
+                                 warning, fields it cannot honour are errors. Helm charts
+                                 (chart, helm) and several sources (sources, ref) are kept; a
+                                 chart repoURL without a scheme gets oci://.
   cluster Secret                 a Secret <name>-kubeconfig in --system-namespace holding a
   (argocd.argoproj.io/           kubeconfig built from the config JSON (bearerToken,
    secret-type: cluster)         username/password, tlsClientConfig, execProviderConfig), and a
                                  Cluster <name> with the Secret's labels. The in-cluster server
                                  https://kubernetes.default.svc becomes spec.inCluster: true.
+  repository Secret              a Secret repo-<name> in --system-namespace labelled
+  (secret-type: repository       navarch.io/secret-type: repository: url (a repo-creds prefix
+   or repo-creds)                becomes the scope, matched on whole path segments), type (git,
+                                 helm, oci; enableOCI makes oci), username, password,
+                                 bearerToken, sshPrivateKey, tlsClientCertData/Key, plainHTTP
+                                 (from insecureOCIForceHttp). insecure, insecureIgnoreHostKey,
+                                 project, proxy, enableLfs, githubApp* are dropped with a
+                                 warning; a Secret without credentials converts to nothing.
+  ConfigMap                      the ConfigMap navarch-ssh-known-hosts in --system-namespace,
+  argocd-ssh-known-hosts-cm      same key (ssh_known_hosts).
+  ConfigMap argocd-tls-certs-cm  not converted: put a repository's CA in caData of its
+                                 repository Secret.
 
-A document that cannot be converted is reported on stderr and skipped; the others are still
-printed, and the exit code is 1.`,
+Messages never show a value of a Secret. A document that cannot be converted is reported on
+stderr and skipped; the others are still printed, and the exit code is 1.`,
 		Example: `  navarch import -f argocd-apps.yaml > navarch.yaml
   kubectl get applications,applicationsets -n argocd -o yaml | navarch import -f - -n apps
-  navarch import -f clusters.yaml | kubectl apply -f -`,
+  navarch import -f clusters.yaml | kubectl apply -f -
+  kubectl get secrets -n argocd -l 'argocd.argoproj.io/secret-type in (repository,repo-creds)' -o yaml | navarch import -f -`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.files) == 0 {
@@ -54,7 +69,7 @@ printed, and the exit code is 1.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "Argo CD YAML file (several documents allowed; - for stdin); repeatable")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "put Applications and ApplicationSets in this namespace (default: the one they name)")
-	f.StringVar(&o.systemNamespace, "system-namespace", systemNamespace, "namespace of the kubeconfig Secrets of Clusters")
+	f.StringVar(&o.systemNamespace, "system-namespace", systemNamespace, "namespace of the Secrets and ConfigMaps navarch reads: kubeconfigs of Clusters, repository credentials, SSH known hosts")
 	return cmd
 }
 
@@ -172,16 +187,30 @@ func (o *importOptions) convert(obj map[string]any) ([]client.Object, []argocd.W
 			return []client.Object{cluster}, warnings, nil
 		}
 		return []client.Object{secret, cluster}, warnings, nil
+	case argocd.IsRepositorySecret(obj):
+		secret, warnings, err := argocd.RepositorySecret(obj, o.systemNamespace)
+		if err != nil || secret == nil {
+			return nil, warnings, err
+		}
+		return []client.Object{secret}, warnings, nil
+	case argocd.IsKnownHostsConfigMap(obj):
+		cm, warnings, err := argocd.KnownHosts(obj, o.systemNamespace)
+		if err != nil {
+			return nil, warnings, err
+		}
+		return []client.Object{cm}, warnings, nil
+	case argocd.IsTLSCertsConfigMap(obj):
+		return nil, nil, argocd.TLSCerts(obj)
 	case apiVersion == argocd.APIVersion && kind == "AppProject":
 		return nil, nil, errors.New("navarch has no AppProjects, so this one is not converted: restrict what Applications may do with Kubernetes RBAC on their namespace")
 	case apiVersion == "v1" && kind == "Secret":
 		meta, _ := obj["metadata"].(map[string]any)
 		labels, _ := meta["labels"].(map[string]any)
 		if t, ok := labels[argocd.LabelSecretType].(string); ok {
-			return nil, nil, fmt.Errorf("only Argo CD cluster Secrets are converted, not %s Secrets", t)
+			return nil, nil, fmt.Errorf("only Argo CD cluster, repository and repo-creds Secrets are converted, not %s Secrets", t)
 		}
 	}
-	return nil, nil, fmt.Errorf("not an Argo CD Application, ApplicationSet or cluster Secret (apiVersion %q, kind %q)", apiVersion, kind)
+	return nil, nil, fmt.Errorf("not an Argo CD Application, ApplicationSet, cluster or repository Secret, or SSH known hosts ConfigMap (apiVersion %q, kind %q)", apiVersion, kind)
 }
 
 // placeIn applies --namespace and accounts for the status navarch does not carry over.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 			want: []string{
 				"Application argocd/guestbook", "ApplicationSet argocd/monitoring",
 				"Secret navarch-system/prod-eu-kubeconfig", "Cluster prod-eu", "Cluster in-cluster",
+				"Secret navarch-system/repo-deploy-repo",
 			},
 			warnings: []string{
 				"Application argocd/guestbook (testdata/import/argocd-export.yaml document 1): spec.project: dropped",
@@ -39,7 +41,6 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 			},
 			errors: []string{
 				"AppProject argocd/team-a (testdata/import/argocd-export.yaml document 5): navarch has no AppProjects",
-				"Secret argocd/deploy-repo (testdata/import/argocd-export.yaml document 6): only Argo CD cluster Secrets are converted, not repository Secrets",
 			},
 			wantErr: true,
 		},
@@ -69,7 +70,7 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 				"open testdata/import/missing.yaml: no such file",
 				"Application argocd/payments (testdata/import/unsupported.yaml document 1): spec.project: AppProjects are not supported",
 				"Secret eks (testdata/import/unsupported.yaml document 2): stringData.config.awsAuthConfig: AWS IAM authentication is not supported",
-				"Deployment not-argo (testdata/import/unsupported.yaml document 3): not an Argo CD Application, ApplicationSet or cluster Secret",
+				"Deployment not-argo (testdata/import/unsupported.yaml document 3): not an Argo CD Application, ApplicationSet, cluster or repository Secret",
 			},
 			wantErr: true,
 		},
@@ -180,4 +181,251 @@ func TestImportedClusterSecretHoldsAWorkingKubeconfig(t *testing.T) {
 	if cluster.Spec["server"] != "https://prod-eu.example.com:6443" || ref["name"] != "prod-eu-kubeconfig" || ref["namespace"] != "navarch-system" {
 		t.Errorf("Cluster spec %v", cluster.Spec)
 	}
+}
+
+// TestImportPrintsNavarchYAML converts Argo CD YAML as teams keep it and compares what is
+// printed, object for object, with the navarch YAML a user would apply.
+func TestImportPrintsNavarchYAML(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		// want is the YAML printed on stdout.
+		want string
+		// warnings and errors are substrings of the lines of stderr that start with
+		// "warning: " and "error: ", one per line, in order.
+		warnings, errors []string
+		// secrets are values of the input that stderr must never show.
+		secrets []string
+	}{
+		{
+			name: "a chart with its values in a ref source, and a chart from an OCI registry",
+			file: "testdata/import/helm-sources.yaml",
+			want: `
+apiVersion: navarch.io/v1alpha1
+kind: Application
+metadata: {name: redis, namespace: argocd}
+spec:
+  sources:
+  - repoURL: https://charts.bitnami.com/bitnami
+    chart: redis
+    targetRevision: 19.6.4
+    helm:
+      releaseName: cache
+      valueFiles: [$values/redis/values.yaml, $values/redis/prod.yaml]
+      parameters: [{name: replica.replicaCount, value: "3"}]
+      skipTests: true
+  - {repoURL: https://github.com/org/config.git, targetRevision: main, ref: values}
+  destination: {name: prod-eu, namespace: data}
+  syncPolicy: {automated: {prune: true}}
+  revisionHistoryLimit: 10
+---
+apiVersion: navarch.io/v1alpha1
+kind: Application
+metadata: {name: nginx, namespace: argocd}
+spec:
+  source:
+    repoURL: oci://registry-1.docker.io/bitnamicharts
+    chart: nginx
+    targetRevision: 18.1.0
+    helm: {valuesObject: {service: {type: ClusterIP}}}
+  destination: {name: prod-eu, namespace: web}
+  revisionHistoryLimit: 10
+`,
+			warnings: []string{
+				"Application argocd/redis (testdata/import/helm-sources.yaml document 1): spec.project: dropped",
+				"Application argocd/nginx (testdata/import/helm-sources.yaml document 2): spec.project: dropped",
+				`Application argocd/nginx (testdata/import/helm-sources.yaml document 2): spec.source.repoURL: becomes "oci://registry-1.docker.io/bitnamicharts"`,
+			},
+		},
+		{
+			name: "HTTPS basic authentication, given as data, as argocd repo add writes it",
+			file: "testdata/import/repo-https.yaml",
+			want: `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-repo-1856212583
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData:
+  url: https://github.com/org/deploy.git
+  type: git
+  username: bot
+  password: example-deploy-token
+`,
+			warnings: []string{
+				"Secret argocd/repo-1856212583 (testdata/import/repo-https.yaml document 1): data.insecure: not carried over: navarch always verifies TLS certificates; add the repository's CA to caData",
+				"Secret argocd/repo-1856212583 (testdata/import/repo-https.yaml document 1): data.name: dropped: informational only",
+				"Secret argocd/repo-1856212583 (testdata/import/repo-https.yaml document 1): data.project: dropped: navarch repository credentials are not per project yet",
+				"Secret argocd/repo-1856212583 (testdata/import/repo-https.yaml document 1): metadata.annotations.managed-by: dropped: Argo CD bookkeeping",
+			},
+			secrets: []string{"example-deploy-token"},
+		},
+		{
+			name: "an SSH deploy key",
+			file: "testdata/import/repo-ssh.yaml",
+			want: `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-deploy-key
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData:
+  url: git@github.com:org/deploy.git
+  type: git
+  sshPrivateKey: |
+    -----BEGIN OPENSSH PRIVATE KEY-----
+    ZmFrZS1zc2gta2V5LWZvci10ZXN0cw==
+    -----END OPENSSH PRIVATE KEY-----
+`,
+			warnings: []string{
+				"Secret argocd/deploy-key (testdata/import/repo-ssh.yaml document 1): stringData.enableLfs: dropped: Git LFS is not supported",
+				"Secret argocd/deploy-key (testdata/import/repo-ssh.yaml document 1): stringData.insecureIgnoreHostKey: not carried over: navarch always checks SSH host keys; put the host's key in the ConfigMap navarch-ssh-known-hosts (key ssh_known_hosts)",
+			},
+			secrets: []string{"ZmFrZS1zc2gta2V5LWZvci10ZXN0cw=="},
+		},
+		{
+			name: "a Helm repository with a TLS client certificate",
+			file: "testdata/import/repo-helm-tls.yaml",
+			want: `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-internal-charts
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData:
+  url: https://charts.example.com/stable
+  type: helm
+  tlsClientCertData: |
+    -----BEGIN CERTIFICATE-----
+    ZmFrZS1jbGllbnQtY2VydA==
+    -----END CERTIFICATE-----
+  tlsClientCertKey: |
+    -----BEGIN EC PRIVATE KEY-----
+    ZmFrZS1jbGllbnQta2V5
+    -----END EC PRIVATE KEY-----
+`,
+			warnings: []string{
+				"Secret argocd/internal-charts (testdata/import/repo-helm-tls.yaml document 1): stringData.name: dropped: informational only",
+			},
+			secrets: []string{"ZmFrZS1jbGllbnQtY2VydA==", "ZmFrZS1jbGllbnQta2V5"},
+		},
+		{
+			name: "an OCI registry with enableOCI, over plain HTTP",
+			file: "testdata/import/repo-oci.yaml",
+			want: `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-registry
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData:
+  url: oci://registry.example.com:5000/charts
+  type: oci
+  plainHTTP: "true"
+  username: robot
+  password: oci-Pa55word
+`,
+			warnings: []string{
+				"Secret argocd/registry (testdata/import/repo-oci.yaml document 1): stringData.name: dropped: informational only",
+				"Secret argocd/registry (testdata/import/repo-oci.yaml document 1): stringData.url: prefixed with oci://",
+			},
+			secrets: []string{"oci-Pa55word"},
+		},
+		{
+			name: "repo-creds: a group, a prefix ending inside a path segment, a GitHub App",
+			file: "testdata/import/repo-creds.yaml",
+			want: `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-gitlab-group
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData: {url: https://gitlab.example.com/platform, type: git, username: oauth2, password: example-group-token}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-team-repos
+  namespace: navarch-system
+  labels: {navarch.io/secret-type: repository}
+type: Opaque
+stringData: {url: https://github.com/org/team-, type: git, password: example-team-token}
+`,
+			warnings: []string{
+				"Secret argocd/team-repos (testdata/import/repo-creds.yaml document 2): stringData.url: the prefix ends inside a path segment: Argo CD matches it as a string, navarch matches whole path segments",
+				"Secret argocd/github-app (testdata/import/repo-creds.yaml document 3): stringData.githubAppID: dropped: GitHub App credentials are not supported",
+				"Secret argocd/github-app (testdata/import/repo-creds.yaml document 3): stringData.githubAppInstallationID: dropped: GitHub App credentials are not supported",
+				"Secret argocd/github-app (testdata/import/repo-creds.yaml document 3): stringData.githubAppPrivateKey: dropped: GitHub App credentials are not supported",
+				"Secret argocd/github-app (testdata/import/repo-creds.yaml document 3): data: not converted: no credentials navarch can use",
+			},
+			secrets: []string{"example-group-token", "example-team-token", "ZmFrZS1naXRodWItYXBwLWtleQ=="},
+		},
+		{
+			name: "SSH known hosts, and CA certificates that are not converted",
+			file: "testdata/import/trust.yaml",
+			want: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: navarch-ssh-known-hosts, namespace: navarch-system}
+data:
+  ssh_known_hosts: |
+    github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl
+`,
+			warnings: []string{
+				"ConfigMap argocd/argocd-ssh-known-hosts-cm (testdata/import/trust.yaml document 1): metadata.labels: dropped",
+			},
+			errors: []string{
+				"ConfigMap argocd/argocd-tls-certs-cm (testdata/import/trust.yaml document 2): data: not converted: navarch keeps no CA certificates by host; put the CA of a repository's host in caData",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &importOptions{files: []string{tt.file}, systemNamespace: "navarch-system"}
+			var stdout, stderr bytes.Buffer
+			err := o.run(&stdout, &stderr)
+			if (err != nil) != (len(tt.errors) > 0) {
+				t.Fatalf("err = %v, want an error: %v\nstderr:\n%s", err, len(tt.errors) > 0, stderr.String())
+			}
+			got, want := yamlDocuments(t, stdout.String()), yamlDocuments(t, tt.want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("printed\n%s\nwant\n%s", stdout.String(), strings.TrimPrefix(tt.want, "\n"))
+			}
+			assertLines(t, "warning: ", stderr.String(), tt.warnings)
+			assertLines(t, "error: ", stderr.String(), tt.errors)
+			for _, s := range tt.secrets {
+				if strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr shows a Secret value:\n%s", stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// yamlDocuments decodes a stream of YAML documents, for comparing objects rather than their
+// layout.
+func yamlDocuments(t *testing.T, stream string) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, doc)
+		}
+		docs = append(docs, m)
+	}
+	return docs
 }

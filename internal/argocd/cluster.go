@@ -3,6 +3,7 @@ package argocd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -19,20 +20,12 @@ import (
 	"github.com/navarch-io/navarch/internal/destination"
 )
 
-// LabelSecretType marks Argo CD's declarative Secrets; value `cluster` for clusters.
-const LabelSecretType = "argocd.argoproj.io/secret-type"
-
 // KubeconfigKey is the key of the kubeconfig in the Secrets ClusterSecret writes.
 const KubeconfigKey = "value"
 
 // IsClusterSecret reports whether a decoded document is an Argo CD cluster Secret.
 func IsClusterSecret(obj map[string]any) bool {
-	if obj["apiVersion"] != "v1" || obj["kind"] != "Secret" {
-		return false
-	}
-	meta, _ := obj["metadata"].(map[string]any)
-	labels, _ := meta["labels"].(map[string]any)
-	return labels[LabelSecretType] == "cluster"
+	return argoSecretType(obj) == SecretTypeCluster
 }
 
 // ClusterSecret converts an Argo CD cluster Secret (label argocd.argoproj.io/secret-type:
@@ -45,53 +38,20 @@ func ClusterSecret(obj map[string]any, secretNamespace string) (*navarchv1.Clust
 	if !IsClusterSecret(obj) {
 		return nil, nil, nil, fmt.Errorf("not an Argo CD cluster Secret: want apiVersion v1, kind Secret and label %s: cluster", LabelSecretType)
 	}
-	raw, err := json.Marshal(obj)
+	in, err := decodeSecret(obj)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var in corev1.Secret
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, nil, nil, fmt.Errorf("decode Secret: %w", err)
-	}
 	c := &clusterConverter{}
-	data := c.values(&in)
-	cluster, secret := c.convert(&in, data, secretNamespace)
-	if len(c.errs) > 0 {
-		sort.Slice(c.errs, func(i, j int) bool { return c.errs[i].Field < c.errs[j].Field })
-		return nil, nil, c.warnings, c.errs
+	cluster, secret := c.convert(in, secretValues(in), secretNamespace)
+	if err := c.err(); err != nil {
+		return nil, nil, c.warnings, err
 	}
 	return cluster, secret, c.warnings, nil
 }
 
 type clusterConverter struct {
-	warnings []Warning
-	errs     ConvertErrors
-}
-
-func (c *clusterConverter) warn(field, format string, args ...any) {
-	c.warnings = append(c.warnings, Warning{Field: field, Message: fmt.Sprintf(format, args...)})
-}
-
-func (c *clusterConverter) fail(field, format string, args ...any) {
-	c.errs = append(c.errs, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
-}
-
-// values merges data and stringData as the API server does (stringData wins) and remembers
-// where each key came from, for messages.
-type secretValue struct {
-	field string
-	value string
-}
-
-func (c *clusterConverter) values(s *corev1.Secret) map[string]secretValue {
-	out := map[string]secretValue{}
-	for k, v := range s.Data {
-		out[k] = secretValue{field: "data." + k, value: string(v)}
-	}
-	for k, v := range s.StringData {
-		out[k] = secretValue{field: "stringData." + k, value: v}
-	}
-	return out
+	findings
 }
 
 // droppedKeys are data keys of Argo CD cluster Secrets navarch has no use for, with why
@@ -110,12 +70,7 @@ func (c *clusterConverter) convert(in *corev1.Secret, data map[string]secretValu
 		c.fail("data.server", "Required value: the API server URL")
 	}
 
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(data) {
 		switch k {
 		case "name", "server", "config":
 		default:
@@ -129,7 +84,7 @@ func (c *clusterConverter) convert(in *corev1.Secret, data map[string]secretValu
 
 	cluster := &navarchv1.Cluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: navarchv1.GroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(in), Annotations: c.annotations(in)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: userLabels(in), Annotations: c.userAnnotations(in.Annotations)},
 		Spec:       navarchv1.ClusterSpec{Server: server},
 	}
 	if destination.NormalizeServer(server) == destination.InClusterServer {
@@ -185,37 +140,6 @@ func (c *clusterConverter) clusterName(in *corev1.Secret, data map[string]secret
 	return fixed
 }
 
-func (c *clusterConverter) labels(in *corev1.Secret) map[string]string {
-	out := map[string]string{}
-	for k, v := range in.Labels {
-		if k != LabelSecretType {
-			out[k] = v
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// annotations keeps the user's annotations and drops those Argo CD or kubectl wrote.
-func (c *clusterConverter) annotations(in *corev1.Secret) map[string]string {
-	out := map[string]string{}
-	for k, v := range in.Annotations {
-		switch {
-		case k == "managed-by" || strings.HasPrefix(k, "argocd.argoproj.io/"):
-			c.warn("metadata.annotations."+k, "dropped: Argo CD bookkeeping")
-		case k == corev1.LastAppliedConfigAnnotation:
-		default:
-			out[k] = v
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
 // argoClusterConfig is the config JSON of an Argo CD cluster Secret.
 type argoClusterConfig struct {
 	Username           string                `json:"username"`
@@ -260,7 +184,13 @@ func hasCredentials(config string) bool {
 func (c *clusterConverter) kubeconfig(v secretValue, name, server string) []byte {
 	var generic map[string]any
 	if err := json.Unmarshal([]byte(v.value), &generic); err != nil {
-		c.fail(v.field, "not JSON: %v", err)
+		// Not err itself: a syntax error quotes a character of the credentials.
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			c.fail(v.field, "not JSON: syntax error at byte %d", syntax.Offset)
+		} else {
+			c.fail(v.field, "not JSON")
+		}
 		return nil
 	}
 	n := len(c.errs)

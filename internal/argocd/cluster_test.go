@@ -274,3 +274,13 @@ func TestOnlyClusterSecretsAreClusterSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterSecretConfigThatIsNotJSONIsNotQuoted(t *testing.T) {
+	_, _, _, err := ClusterSecret(decode(t, clusterSecret("x", "https://x.example.com", `{"bearerToken": Qx7secret}`, "")), "navarch-system")
+	if err == nil || !strings.Contains(err.Error(), "stringData.config: not JSON") {
+		t.Fatalf("got %v, want stringData.config: not JSON", err)
+	}
+	if strings.Contains(err.Error(), "Q") {
+		t.Errorf("the error quotes the config: %v", err)
+	}
+}

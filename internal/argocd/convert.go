@@ -1,13 +1,18 @@
 // Package argocd reads Argo CD YAML as users already have it and converts it to navarch
-// objects. Every field is accounted for: a field with no meaning in navarch that is safe to drop
-// (e.g. `project: default`) is dropped with a Warning; a field that would change behaviour and
-// that navarch does not support is an error naming it, never silently lost. Native navarch
-// objects go through the same schema check, so a typo is caught before anything is generated.
+// objects: Applications and ApplicationSets (Application, ApplicationSet), cluster Secrets
+// (ClusterSecret), repository Secrets and credential templates (RepositorySecret), and the SSH
+// known hosts ConfigMap (KnownHosts). Every field is accounted for: a field with no meaning in
+// navarch that is safe to drop (e.g. `project: default`) is dropped with a Warning; a field that
+// would change behaviour and that navarch does not support is an error naming it, never
+// silently lost. Native navarch objects go through the same schema check, so a typo is caught
+// before anything is generated. Warnings and errors name fields and never show a credential.
 package argocd
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -239,6 +244,9 @@ func (c *converter) fail(field, msg string) {
 // walk checks obj against schema, applying the Argo CD rules on the way. It edits obj in place
 // (dropping ignorable fields, rewriting finalizers).
 func (c *converter) walk(path string, obj map[string]any, schema apiextensionsv1.JSONSchemaProps) {
+	if c.argo {
+		c.argoObjectRules(path, obj)
+	}
 	for _, key := range sortedKeys(obj) {
 		field := path + "." + key
 		val := obj[key]
@@ -303,13 +311,8 @@ func (c *converter) walkValue(field, key string, val any, prop apiextensionsv1.J
 	}
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // schemas are the embedded CRDs' schemas by CRD name, parsed once per process: every

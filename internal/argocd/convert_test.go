@@ -80,17 +80,19 @@ func TestConversionRefusesWhatWouldChangeBehaviour(t *testing.T) {
 		fields     []string
 	}{
 		{
-			name: "a restricting AppProject, multiple sources, a Helm repository chart",
+			name: "a restricting AppProject, a plugin, Helm 2, an OCI artifact that is not a chart",
 			yaml: `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: a}
 spec:
   project: payments
-  sources: [{repoURL: 'https://x'}]
-  source: {repoURL: 'https://charts.example', chart: redis, targetRevision: 17.0.0}
+  sources:
+  - {repoURL: 'https://charts.example.com', chart: redis, targetRevision: 17.0.0, helm: {version: v2}}
+  - {repoURL: 'https://github.com/org/config.git', path: redis, plugin: {name: sops}}
+  - {repoURL: 'oci://registry.example.com/manifests', targetRevision: 1.0.0, path: .}
   destination: {name: prod}`,
-			fields: []string{"spec.project", "spec.source.chart", "spec.sources"},
+			fields: []string{"spec.project", "spec.sources[0].helm.version", "spec.sources[1].plugin", "spec.sources[2].repoURL"},
 		},
 		{
 			name: "unsupported generators and providers, nested in a matrix",
