@@ -32,19 +32,23 @@ func (e *Error) Unwrap() error { return e.Err }
 
 var (
 	// ErrPathNotFound is returned, wrapped, when the source path is not a directory of the
-	// repository.
+	// repository, or the directory of a remote kustomize base is not one of its repository.
 	ErrPathNotFound = errors.New("no such directory in the repository")
 
-	// ErrHelmNotSupported is returned, wrapped, for a Helm source: one with spec.source.helm set,
-	// or whose directory holds a Chart.yaml.
+	// ErrHelmNotSupported is returned, wrapped, for a Helm source (one with spec.source.helm
+	// set, or whose directory holds a Chart.yaml) when Options.Helm is nil.
 	ErrHelmNotSupported = errors.New("helm sources are not supported yet")
 
 	// ErrHelmChartsNotSupported is returned, wrapped, for a kustomization that inflates Helm
-	// charts (helmCharts or helmChartInflationGenerator).
+	// charts (helmCharts or helmChartInflationGenerator) when Options.Helm is nil, and for
+	// HelmChartInflationGenerator plugin configurations, which only kustomize's helm command
+	// could inflate.
 	ErrHelmChartsNotSupported = errors.New("helm chart inflation in kustomizations is not supported")
 
 	// ErrRemoteNotSupported is returned, wrapped, for a kustomization that refers to a remote
-	// base, resource or file (a Git URL such as github.com/org/repo//path, or an HTTP URL).
-	// Rendering never reaches the network: everything must come from the repository.
+	// base, resource or file (a Git URL such as github.com/org/repo//path, or an HTTP URL) when
+	// Options.Remote is nil. With Options.Remote, it is returned for files to download, for
+	// file:// repositories and for Git URLs kustomize would not accept: rendering never
+	// reaches the network but through Options.Remote.
 	ErrRemoteNotSupported = errors.New("remote kustomize references are not supported; use a path inside the repository")
 )

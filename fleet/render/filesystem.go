@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -14,13 +15,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// Kustomize sees the repository at repoRoot and the generated overlay at overlayRoot, two
-// siblings under a virtual "/". The overlay cannot live inside the repository: when the source
-// path is the repository root, kustomize would take the overlay's reference to its parent for
-// a cycle.
+// Kustomize sees, under a virtual "/", the repository at repoRoot, the generated overlay at
+// overlayRoot, the snapshots of remote bases at remoteRoot/<id> and the rendered Helm charts
+// of helmCharts under helmRoot. The overlay cannot live inside the repository: when the
+// source path is the repository root, kustomize would take the overlay's reference to its
+// parent for a cycle.
 const (
 	repoRoot    = "/repo"
 	overlayRoot = "/overlay"
+	remoteRoot  = "/remote"
+	helmRoot    = "/helm"
 )
 
 // errReadOnly is returned for writes outside the overlay.
@@ -28,98 +32,160 @@ var errReadOnly = errors.New("the repository snapshot is read-only")
 
 // snapshotFS is kustomize's view of a repository snapshot: a read-only kyaml
 // filesys.FileSystem over an fs.FS, plus a small writable in-memory overlay. Files are read
-// from the snapshot when kustomize asks for them, never copied up front.
+// from the snapshot when kustomize asks for them, never copied up front. Other snapshots
+// (remote bases) can be mounted beside the repository, and rendered charts added as
+// read-only in-memory files.
 //
-// Paths are slash-separated; relative paths are taken from "/". Nothing outside repoRoot and
-// overlayRoot exists, and ".." never leads above "/", so kustomize cannot see anything but
-// the snapshot.
+// Paths are slash-separated; relative paths are taken from "/". Nothing outside the mounts,
+// the overlay and the rendered charts exists, and ".." never leads above "/", so kustomize
+// cannot see anything but the snapshots.
 //
-// inspect, when set, sees every file read from the snapshot before kustomize does, and may
-// refuse it; see kustomize.go.
+// inspect, when set, sees every file read from a snapshot or the overlay before kustomize
+// does, by its absolute path, and may refuse it or give kustomize other content; see
+// kustomize.go.
 type snapshotFS struct {
-	repo    fs.FS
+	mounts  map[string]fs.FS    // snapshots by their absolute root: repoRoot, remoteRoot/<id>
 	files   map[string][]byte   // overlay files, by absolute path
 	dirs    map[string]struct{} // overlay directories, by absolute path
-	inspect func(name string, data []byte) error
+	helm    map[string][]byte   // rendered charts, by absolute path under helmRoot
+	inspect func(name string, data []byte) ([]byte, error)
 }
 
 var _ filesys.FileSystem = (*snapshotFS)(nil)
 
 func newSnapshotFS(repo fs.FS) *snapshotFS {
 	return &snapshotFS{
-		repo:  repo,
-		files: map[string][]byte{},
-		dirs:  map[string]struct{}{overlayRoot: {}},
+		mounts: map[string]fs.FS{repoRoot: repo},
+		files:  map[string][]byte{},
+		dirs:   map[string]struct{}{overlayRoot: {}},
+		helm:   map[string][]byte{},
 	}
 }
+
+// mount shows fsys at remoteRoot/id.
+func (s *snapshotFS) mount(id string, fsys fs.FS) { s.mounts[remoteRoot+"/"+id] = fsys }
 
 // area is where a path leads.
 type area int
 
 const (
 	areaNone    area = iota // outside everything: does not exist
-	areaRoot                // the virtual "/"
-	areaRepo                // inside the snapshot
+	areaVirtual             // a directory that holds the others: "/" or remoteRoot
+	areaMount               // inside a snapshot
 	areaOverlay             // inside the overlay
+	areaHelm                // inside the rendered charts
 )
 
-// locate cleans p into an absolute path and says where it leads; for the snapshot it also
-// returns the fs.FS path.
-func locate(p string) (abs string, a area, rel string) {
-	abs = filepath.ToSlash(p)
+// location is where a path leads: for a snapshot, which one (its root) and the fs.FS path in
+// it.
+type location struct {
+	abs  string
+	area area
+	root string
+	rel  string
+}
+
+// locate cleans p into an absolute path and says where it leads.
+func (s *snapshotFS) locate(p string) location {
+	abs := filepath.ToSlash(p)
 	if !strings.HasPrefix(abs, "/") {
 		abs = "/" + abs
 	}
 	abs = path.Clean(abs)
+	l := location{abs: abs}
 	switch {
 	case abs == "/":
-		return abs, areaRoot, ""
-	case abs == repoRoot:
-		return abs, areaRepo, "."
-	case strings.HasPrefix(abs, repoRoot+"/"):
-		rel = abs[len(repoRoot)+1:]
-		if !fs.ValidPath(rel) {
-			return abs, areaNone, ""
-		}
-		return abs, areaRepo, rel
+		l.area = areaVirtual
 	case abs == overlayRoot || strings.HasPrefix(abs, overlayRoot+"/"):
-		return abs, areaOverlay, ""
+		l.area = areaOverlay
+	case abs == helmRoot || strings.HasPrefix(abs, helmRoot+"/"):
+		if len(s.helm) > 0 {
+			l.area = areaHelm
+		}
+	case abs == remoteRoot:
+		if len(s.mounts) > 1 {
+			l.area = areaVirtual
+		}
+	default:
+		root, rel := abs, "."
+		if strings.HasPrefix(abs, remoteRoot+"/") {
+			// remoteRoot/<id>/rel
+			id, rest, _ := strings.Cut(abs[len(remoteRoot)+1:], "/")
+			root = remoteRoot + "/" + id
+			if rest != "" {
+				rel = rest
+			}
+		} else if r, rest, ok := strings.Cut(abs[1:], "/"); ok {
+			root, rel = "/"+r, rest
+		}
+		if _, ok := s.mounts[root]; ok && fs.ValidPath(rel) {
+			l.area, l.root, l.rel = areaMount, root, rel
+		}
 	}
-	return abs, areaNone, ""
+	return l
 }
 
 // pathError builds an *fs.PathError that names p as the user knows it: relative to the
-// repository root for files of the snapshot.
-func pathError(op, p string, err error) error {
-	abs, a, rel := locate(p)
-	name := abs
-	if a == areaRepo {
-		name = rel
+// repository root for files of the repository.
+func (s *snapshotFS) pathError(op, p string, err error) error {
+	l := s.locate(p)
+	name := l.abs
+	if l.area == areaMount && l.root == repoRoot {
+		name = l.rel
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-// stat returns what is at p, following symbolic links in the snapshot.
+// virtualEntries returns the names in a virtual directory.
+func (s *snapshotFS) virtualEntries(abs string) []string {
+	var names []string
+	if abs == "/" {
+		names = []string{path.Base(overlayRoot), path.Base(repoRoot)}
+		if len(s.mounts) > 1 {
+			names = append(names, path.Base(remoteRoot))
+		}
+		if len(s.helm) > 0 {
+			names = append(names, path.Base(helmRoot))
+		}
+	} else {
+		for root := range s.mounts {
+			if path.Dir(root) == abs {
+				names = append(names, path.Base(root))
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// stat returns what is at p, following symbolic links in the snapshots.
 func (s *snapshotFS) stat(p string) (fs.FileInfo, error) {
-	abs, a, rel := locate(p)
-	switch a {
-	case areaRoot:
-		return dirInfo("/"), nil
-	case areaRepo:
-		fi, err := fs.Stat(s.repo, rel)
+	l := s.locate(p)
+	switch l.area {
+	case areaVirtual:
+		return dirInfo(path.Base(l.abs)), nil
+	case areaMount:
+		fi, err := fs.Stat(s.mounts[l.root], l.rel)
 		if err != nil {
-			return nil, pathError("stat", p, unwrapPathError(err))
+			return nil, s.pathError("stat", p, unwrapPathError(err))
 		}
 		return fi, nil
 	case areaOverlay:
-		if data, ok := s.files[abs]; ok {
-			return fileInfo{name: path.Base(abs), size: int64(len(data))}, nil
+		if data, ok := s.files[l.abs]; ok {
+			return fileInfo{name: path.Base(l.abs), size: int64(len(data))}, nil
 		}
-		if _, ok := s.dirs[abs]; ok {
-			return dirInfo(path.Base(abs)), nil
+		if _, ok := s.dirs[l.abs]; ok {
+			return dirInfo(path.Base(l.abs)), nil
+		}
+	case areaHelm:
+		if l.abs == helmRoot {
+			return dirInfo(path.Base(l.abs)), nil
+		}
+		if data, ok := s.helm[l.abs]; ok {
+			return fileInfo{name: path.Base(l.abs), size: int64(len(data))}, nil
 		}
 	}
-	return nil, pathError("stat", p, fs.ErrNotExist)
+	return nil, s.pathError("stat", p, fs.ErrNotExist)
 }
 
 func unwrapPathError(err error) error {
@@ -132,45 +198,45 @@ func unwrapPathError(err error) error {
 
 // Create creates an empty file in the overlay and opens it for writing.
 func (s *snapshotFS) Create(p string) (filesys.File, error) {
-	abs, a, _ := locate(p)
-	if a != areaOverlay {
-		return nil, pathError("create", p, errReadOnly)
+	l := s.locate(p)
+	if l.area != areaOverlay {
+		return nil, s.pathError("create", p, errReadOnly)
 	}
-	if _, ok := s.dirs[abs]; ok {
-		return nil, pathError("create", p, errors.New("is a directory"))
+	if _, ok := s.dirs[l.abs]; ok {
+		return nil, s.pathError("create", p, errors.New("is a directory"))
 	}
-	if _, ok := s.dirs[path.Dir(abs)]; !ok {
-		return nil, pathError("create", p, fs.ErrNotExist)
+	if _, ok := s.dirs[path.Dir(l.abs)]; !ok {
+		return nil, s.pathError("create", p, fs.ErrNotExist)
 	}
-	s.files[abs] = nil
-	return &overlayFile{fsys: s, name: abs, writable: true}, nil
+	s.files[l.abs] = nil
+	return &overlayFile{fsys: s, name: l.abs, writable: true}, nil
 }
 
 // Mkdir creates a directory in the overlay.
 func (s *snapshotFS) Mkdir(p string) error {
-	abs, a, _ := locate(p)
-	if a != areaOverlay {
-		return pathError("mkdir", p, errReadOnly)
+	l := s.locate(p)
+	if l.area != areaOverlay {
+		return s.pathError("mkdir", p, errReadOnly)
 	}
-	if s.exists(abs) {
-		return pathError("mkdir", p, fs.ErrExist)
+	if s.exists(l.abs) {
+		return s.pathError("mkdir", p, fs.ErrExist)
 	}
-	if _, ok := s.dirs[path.Dir(abs)]; !ok {
-		return pathError("mkdir", p, fs.ErrNotExist)
+	if _, ok := s.dirs[path.Dir(l.abs)]; !ok {
+		return s.pathError("mkdir", p, fs.ErrNotExist)
 	}
-	s.dirs[abs] = struct{}{}
+	s.dirs[l.abs] = struct{}{}
 	return nil
 }
 
 // MkdirAll creates a directory and its missing parents in the overlay.
 func (s *snapshotFS) MkdirAll(p string) error {
-	abs, a, _ := locate(p)
-	if a != areaOverlay {
-		return pathError("mkdir", p, errReadOnly)
+	l := s.locate(p)
+	if l.area != areaOverlay {
+		return s.pathError("mkdir", p, errReadOnly)
 	}
-	for d := abs; d != "/"; d = path.Dir(d) {
+	for d := l.abs; d != "/"; d = path.Dir(d) {
 		if _, ok := s.files[d]; ok {
-			return pathError("mkdir", d, errors.New("not a directory"))
+			return s.pathError("mkdir", d, errors.New("not a directory"))
 		}
 		s.dirs[d] = struct{}{}
 	}
@@ -179,17 +245,17 @@ func (s *snapshotFS) MkdirAll(p string) error {
 
 // RemoveAll removes a file or directory tree of the overlay. The overlay's root stays.
 func (s *snapshotFS) RemoveAll(p string) error {
-	abs, a, _ := locate(p)
-	if a != areaOverlay {
-		return pathError("remove", p, errReadOnly)
+	l := s.locate(p)
+	if l.area != areaOverlay {
+		return s.pathError("remove", p, errReadOnly)
 	}
 	for name := range s.files {
-		if name == abs || strings.HasPrefix(name, abs+"/") {
+		if name == l.abs || strings.HasPrefix(name, l.abs+"/") {
 			delete(s.files, name)
 		}
 	}
 	for name := range s.dirs {
-		if name != overlayRoot && (name == abs || strings.HasPrefix(name, abs+"/")) {
+		if name != overlayRoot && (name == l.abs || strings.HasPrefix(name, l.abs+"/")) {
 			delete(s.dirs, name)
 		}
 	}
@@ -198,22 +264,26 @@ func (s *snapshotFS) RemoveAll(p string) error {
 
 // Open opens a file or directory for reading.
 func (s *snapshotFS) Open(p string) (filesys.File, error) {
-	abs, a, rel := locate(p)
-	switch a {
-	case areaRepo:
-		f, err := s.repo.Open(rel)
+	l := s.locate(p)
+	switch l.area {
+	case areaMount:
+		f, err := s.mounts[l.root].Open(l.rel)
 		if err != nil {
-			return nil, pathError("open", p, unwrapPathError(err))
+			return nil, s.pathError("open", p, unwrapPathError(err))
 		}
 		return readOnlyFile{f}, nil
 	case areaOverlay:
-		if data, ok := s.files[abs]; ok {
-			return &overlayFile{fsys: s, name: abs, r: bytes.NewReader(data)}, nil
+		if data, ok := s.files[l.abs]; ok {
+			return &overlayFile{fsys: s, name: l.abs, r: bytes.NewReader(data)}, nil
+		}
+	case areaHelm:
+		if data, ok := s.helm[l.abs]; ok {
+			return &overlayFile{fsys: s, name: l.abs, r: bytes.NewReader(data)}, nil
 		}
 	}
 	fi, err := s.stat(p)
 	if err != nil {
-		return nil, pathError("open", p, fs.ErrNotExist)
+		return nil, s.pathError("open", p, fs.ErrNotExist)
 	}
 	return dirFile{fi}, nil
 }
@@ -226,14 +296,14 @@ func (s *snapshotFS) IsDir(p string) bool {
 
 // ReadDir returns the names of the entries of the directory p, sorted.
 func (s *snapshotFS) ReadDir(p string) ([]string, error) {
-	abs, a, rel := locate(p)
-	switch a {
-	case areaRoot:
-		return []string{path.Base(overlayRoot), path.Base(repoRoot)}, nil
-	case areaRepo:
-		entries, err := fs.ReadDir(s.repo, rel)
+	l := s.locate(p)
+	switch l.area {
+	case areaVirtual:
+		return s.virtualEntries(l.abs), nil
+	case areaMount:
+		entries, err := fs.ReadDir(s.mounts[l.root], l.rel)
 		if err != nil {
-			return nil, pathError("readdir", p, unwrapPathError(err))
+			return nil, s.pathError("readdir", p, unwrapPathError(err))
 		}
 		names := make([]string, len(entries))
 		for i, e := range entries {
@@ -241,29 +311,38 @@ func (s *snapshotFS) ReadDir(p string) ([]string, error) {
 		}
 		return names, nil
 	case areaOverlay:
-		if _, ok := s.dirs[abs]; !ok {
+		if _, ok := s.dirs[l.abs]; !ok {
 			break
 		}
-		var names []string
-		for _, m := range []map[string]struct{}{s.dirs, keysOf(s.files)} {
-			for name := range m {
-				if name != abs && path.Dir(name) == abs {
-					names = append(names, path.Base(name))
-				}
+		return childNames(l.abs, s.dirs, keysOf(s.files)), nil
+	case areaHelm:
+		if l.abs == helmRoot {
+			return childNames(l.abs, keysOf(s.helm)), nil
+		}
+	}
+	if s.exists(l.abs) {
+		return nil, s.pathError("readdir", p, errors.New("not a directory"))
+	}
+	return nil, s.pathError("readdir", p, fs.ErrNotExist)
+}
+
+// childNames returns the sorted names of the entries of dir among the paths of sets.
+func childNames(dir string, sets ...map[string]struct{}) []string {
+	var names []string
+	for _, set := range sets {
+		for name := range set {
+			if name != dir && path.Dir(name) == dir {
+				names = append(names, path.Base(name))
 			}
 		}
-		slices.Sort(names)
-		return names, nil
 	}
-	if s.exists(abs) {
-		return nil, pathError("readdir", p, errors.New("not a directory"))
-	}
-	return nil, pathError("readdir", p, fs.ErrNotExist)
+	slices.Sort(names)
+	return names
 }
 
 func keysOf(m map[string][]byte) map[string]struct{} {
 	keys := make(map[string]struct{}, len(m))
-	for k := range m {
+	for k := range maps.Keys(m) {
 		keys[k] = struct{}{}
 	}
 	return keys
@@ -276,7 +355,7 @@ func (s *snapshotFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) 
 	if err != nil {
 		return "", "", err
 	}
-	abs, _, _ := locate(p)
+	abs := s.locate(p).abs
 	if fi.IsDir() {
 		return filesys.ConfirmedDir(abs), "", nil
 	}
@@ -296,7 +375,7 @@ func (s *snapshotFS) Glob(pattern string) ([]string, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, err
 	}
-	abs, _, _ := locate(pattern)
+	abs := s.locate(pattern).abs
 	matches := []string{"/"}
 	for _, part := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
 		if part == "" {
@@ -326,55 +405,76 @@ func (s *snapshotFS) Glob(pattern string) ([]string, error) {
 	return matches, nil
 }
 
-// ReadFile returns the content of the file p.
+// ReadFile returns the content of the file p, as inspect lets kustomize see it.
 func (s *snapshotFS) ReadFile(p string) ([]byte, error) {
-	abs, a, rel := locate(p)
-	switch a {
-	case areaRepo:
-		data, err := fs.ReadFile(s.repo, rel)
+	l := s.locate(p)
+	var data []byte
+	switch l.area {
+	case areaMount:
+		var err error
+		data, err = fs.ReadFile(s.mounts[l.root], l.rel)
 		if err != nil {
 			if s.IsDir(p) {
-				return nil, pathError("read", p, errors.New("is a directory"))
+				return nil, s.pathError("read", p, errors.New("is a directory"))
 			}
-			return nil, pathError("read", p, unwrapPathError(err))
+			return nil, s.pathError("read", p, unwrapPathError(err))
 		}
-		if s.inspect != nil {
-			if err := s.inspect(rel, data); err != nil {
-				return nil, err
-			}
-		}
-		return data, nil
 	case areaOverlay:
-		if data, ok := s.files[abs]; ok {
-			return bytes.Clone(data), nil
+		d, ok := s.files[l.abs]
+		if !ok {
+			break
+		}
+		data = bytes.Clone(d)
+	case areaHelm:
+		if d, ok := s.helm[l.abs]; ok {
+			return bytes.Clone(d), nil // rendered here: nothing to inspect
 		}
 	}
-	if s.IsDir(p) {
-		return nil, pathError("read", p, errors.New("is a directory"))
+	if data == nil {
+		if s.IsDir(p) {
+			return nil, s.pathError("read", p, errors.New("is a directory"))
+		}
+		return nil, s.pathError("read", p, fs.ErrNotExist)
 	}
-	return nil, pathError("read", p, fs.ErrNotExist)
+	if s.inspect != nil {
+		return s.inspect(l.abs, data)
+	}
+	return data, nil
+}
+
+// readSnapshotFile returns the content of the file p of a snapshot, unseen by inspect.
+func (s *snapshotFS) readSnapshotFile(p string) ([]byte, error) {
+	l := s.locate(p)
+	if l.area != areaMount {
+		return nil, s.pathError("read", p, fs.ErrNotExist)
+	}
+	data, err := fs.ReadFile(s.mounts[l.root], l.rel)
+	if err != nil {
+		return nil, s.pathError("read", p, unwrapPathError(err))
+	}
+	return data, nil
 }
 
 // WriteFile writes a file of the overlay.
 func (s *snapshotFS) WriteFile(p string, data []byte) error {
-	abs, a, _ := locate(p)
-	if a != areaOverlay {
-		return pathError("write", p, errReadOnly)
+	l := s.locate(p)
+	if l.area != areaOverlay {
+		return s.pathError("write", p, errReadOnly)
 	}
-	if _, ok := s.dirs[abs]; ok {
-		return pathError("write", p, errors.New("is a directory"))
+	if _, ok := s.dirs[l.abs]; ok {
+		return s.pathError("write", p, errors.New("is a directory"))
 	}
-	if _, ok := s.dirs[path.Dir(abs)]; !ok {
-		return pathError("write", p, fs.ErrNotExist)
+	if _, ok := s.dirs[path.Dir(l.abs)]; !ok {
+		return s.pathError("write", p, fs.ErrNotExist)
 	}
-	s.files[abs] = bytes.Clone(data)
+	s.files[l.abs] = bytes.Clone(data)
 	return nil
 }
 
 // Walk walks the tree at p in lexical order, as filepath.Walk does. Like filepath.Walk, it
 // does not follow symbolic links to directories, so it always ends.
 func (s *snapshotFS) Walk(p string, walkFn filepath.WalkFunc) error {
-	abs, _, _ := locate(p)
+	abs := s.locate(p).abs
 	fi, err := s.lstat(abs)
 	if err != nil {
 		err = walkFn(abs, nil, err)
@@ -389,21 +489,21 @@ func (s *snapshotFS) Walk(p string, walkFn filepath.WalkFunc) error {
 
 // lstat is stat without following a symbolic link in the last element.
 func (s *snapshotFS) lstat(p string) (fs.FileInfo, error) {
-	_, a, rel := locate(p)
-	if a != areaRepo || rel == "." {
+	l := s.locate(p)
+	if l.area != areaMount || l.rel == "." {
 		return s.stat(p)
 	}
-	entries, err := fs.ReadDir(s.repo, path.Dir(rel))
+	entries, err := fs.ReadDir(s.mounts[l.root], path.Dir(l.rel))
 	if err != nil {
-		return nil, pathError("lstat", p, unwrapPathError(err))
+		return nil, s.pathError("lstat", p, unwrapPathError(err))
 	}
-	base := path.Base(rel)
+	base := path.Base(l.rel)
 	for _, e := range entries {
 		if e.Name() == base {
 			return e.Info()
 		}
 	}
-	return nil, pathError("lstat", p, fs.ErrNotExist)
+	return nil, s.pathError("lstat", p, fs.ErrNotExist)
 }
 
 func (s *snapshotFS) walk(p string, fi fs.FileInfo, walkFn filepath.WalkFunc) error {

@@ -176,3 +176,55 @@ func TestSnapshotFSReads(t *testing.T) {
 		t.Errorf("Walk = %q, %v; want %q", walked, err, want)
 	}
 }
+
+func TestSnapshotFSMountsAndCharts(t *testing.T) {
+	fsys := testFS()
+	const id = "0123456789abcdef"
+	fsys.mount(id, fstest.MapFS{"web/kustomization.yaml": file("k"), "web/deploy.yaml": file("remote deploy")})
+	fsys.helm[helmRoot+"/fedcba9876543210.yaml"] = []byte("rendered")
+	var inspected []string
+	fsys.inspect = func(name string, data []byte) ([]byte, error) {
+		inspected = append(inspected, name)
+		return append([]byte("seen "), data...), nil
+	}
+
+	if got, err := fsys.ReadDir("/"); err != nil || !slices.Equal(got, []string{"helm", "overlay", "remote", "repo"}) {
+		t.Errorf("ReadDir(/) = %q, %v", got, err)
+	}
+	if got, err := fsys.ReadDir(remoteRoot); err != nil || !slices.Equal(got, []string{id}) {
+		t.Errorf("ReadDir(%s) = %q, %v", remoteRoot, got, err)
+	}
+	if got, err := fsys.ReadDir(helmRoot); err != nil || !slices.Equal(got, []string{"fedcba9876543210.yaml"}) {
+		t.Errorf("ReadDir(%s) = %q, %v", helmRoot, got, err)
+	}
+	if !fsys.IsDir(remoteRoot+"/"+id+"/web") || !fsys.IsDir(helmRoot) || fsys.Exists(remoteRoot+"/ffffffffffffffff") {
+		t.Errorf("IsDir or Exists is wrong")
+	}
+
+	// Files of snapshots and of the overlay go through inspect; rendered charts do not.
+	for p, want := range map[string]string{
+		remoteRoot + "/" + id + "/web/../web/deploy.yaml": "seen remote deploy",
+		"/repo/base/svc.yaml":                             "seen svc",
+		helmRoot + "/fedcba9876543210.yaml":               "rendered",
+	} {
+		if data, err := fsys.ReadFile(p); err != nil || string(data) != want {
+			t.Errorf("ReadFile(%q) = %q, %v; want %q", p, data, err, want)
+		}
+	}
+	if want := []string{remoteRoot + "/" + id + "/web/deploy.yaml", "/repo/base/svc.yaml"}; !slices.Equal(slices.Sorted(slices.Values(inspected)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("inspected %q, want %q", inspected, want)
+	}
+	if data, err := fsys.readSnapshotFile(remoteRoot + "/" + id + "/web/deploy.yaml"); err != nil || string(data) != "remote deploy" {
+		t.Errorf("readSnapshotFile = %q, %v", data, err)
+	}
+
+	// Remote snapshots and rendered charts are read-only.
+	for _, p := range []string{remoteRoot + "/" + id + "/web/new.yaml", remoteRoot + "/x", helmRoot + "/new.yaml"} {
+		if err := fsys.WriteFile(p, []byte("x")); !errors.Is(err, errReadOnly) {
+			t.Errorf("WriteFile(%q) = %v, want read-only", p, err)
+		}
+		if err := fsys.MkdirAll(p); !errors.Is(err, errReadOnly) {
+			t.Errorf("MkdirAll(%q) = %v, want read-only", p, err)
+		}
+	}
+}

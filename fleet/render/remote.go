@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 
@@ -18,7 +19,9 @@ import (
 // any path that is an http(s) URL. The checks here refuse such references in every
 // kustomization, and in every configuration of a builtin plugin that names files, before
 // kustomize reads them. They mirror kustomize's own tests (loader.IsRemoteFile and
-// git.NewRepoSpecFromURL) and err on the side of refusing.
+// git.NewRepoSpecFromURL) and err on the side of refusing. With Options.Remote, Git
+// references are allowed: kustomize.go fetches them and rewrites them into local paths, so
+// kustomize still never sees one.
 
 // scpUser matches the "user@" that starts an scp-like Git URL (git@github.com:org/repo).
 var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
@@ -46,57 +49,76 @@ func isRemote(p string) bool {
 // that it can be run again alone; see renderKustomization.
 var errNeedsExclusive = errors.New("kustomization sets openapi")
 
-// checkKustomization checks a kustomization file before kustomize reads it. It returns an
-// error for remote references and Helm charts, and errNeedsExclusive when the kustomization
-// sets openapi and exclusive is false. It decodes the file as kustomize does; a file kustomize
-// cannot decode is left for kustomize to report.
-func checkKustomization(data []byte, exclusive bool) error {
-	k, ok := decodeKustomization(data)
-	if !ok {
-		return nil // kustomize reports it, with its own message
+// policy says what a kustomization, or a file that kustomize reads, may use.
+type policy struct {
+	// remote allows remote Git bases (Options.Remote is set).
+	remote bool
+	// helm allows helmCharts (Options.Helm is set).
+	helm bool
+	// exclusive says whether the run holds openAPILock alone.
+	exclusive bool
+	// within is set for the files of a remote repository: the repository's root, as kustomize
+	// sees it. Their paths must stay inside it. dir is the directory that paths are relative
+	// to, or "" when it is not known (a file of plugin configurations): paths must then not
+	// go up at all, as kustomize's LoadRestrictionsRootOnly for remote bases.
+	within, dir string
+}
+
+// contain checks that ref, a path that field of a file of a remote repository names, stays in
+// the repository.
+func (p policy) contain(field, ref string) error {
+	if p.within == "" || ref == "" {
+		return nil
 	}
-	if len(k.HelmCharts) > 0 {
+	var inside bool
+	switch clean := path.Clean(ref); {
+	case path.IsAbs(ref):
+	case p.dir == "":
+		inside = clean != ".." && !strings.HasPrefix(clean, "../")
+	default:
+		abs := path.Join(p.dir, ref)
+		inside = abs == p.within || strings.HasPrefix(abs, p.within+"/")
+	}
+	if !inside {
+		return fmt.Errorf("%s %q: %w", field, ref, errEscapes)
+	}
+	return nil
+}
+
+// errEscapes refuses a path of a remote repository that leads out of it.
+var errEscapes = errors.New("paths of a remote base must stay inside its repository")
+
+// checkKustomization checks a decoded kustomization file before kustomize reads it. It returns
+// an error for remote references and Helm charts that p does not allow, for remote files, for
+// paths that leave a remote repository, and errNeedsExclusive when the kustomization sets
+// openapi and the run is not exclusive.
+func checkKustomization(k *types.Kustomization, p policy) error {
+	if len(k.HelmCharts) > 0 && !p.helm {
 		return fmt.Errorf("helmCharts: %w", ErrHelmChartsNotSupported)
 	}
-	if len(k.HelmChartInflationGenerator) > 0 {
+	if len(k.HelmChartInflationGenerator) > 0 && !p.helm {
 		return fmt.Errorf("helmChartInflationGenerator: %w", ErrHelmChartsNotSupported)
 	}
 
 	// Fields that kustomize may clone: bases, resources and components.
-	for _, f := range []struct {
-		field string
-		refs  []string
-	}{
-		{"resources", k.Resources},
-		{"bases", k.Bases}, //nolint:staticcheck // deprecated, but kustomize still reads it
-		{"components", k.Components},
-	} {
+	for _, f := range baseFields(k) {
 		for i, ref := range f.refs {
-			if isRemote(ref) {
-				return remoteError(fmt.Sprintf("%s[%d]", f.field, i), ref)
-			}
-		}
-	}
-	// Entries of generators, transformers and validators are inline plugin configurations, or
-	// else paths that kustomize treats as resources.
-	for _, f := range []struct {
-		field string
-		refs  []string
-	}{
-		{"generators", k.Generators},
-		{"transformers", k.Transformers},
-		{"validators", k.Validators},
-	} {
-		for i, ref := range f.refs {
-			field := fmt.Sprintf("%s[%d]", f.field, i)
-			if !isInlineConfig(ref) {
-				if isRemote(ref) {
-					return remoteError(field, ref)
+			field := fmt.Sprintf("%s[%d]", f.name, i)
+			if f.pluginConfigs && isInlineConfig(ref) {
+				// Entries of generators, transformers and validators are inline plugin
+				// configurations, or else paths that kustomize treats as resources.
+				if err := checkPluginConfigs([]byte(ref), p); err != nil {
+					return fmt.Errorf("%s: %w", field, err)
 				}
 				continue
 			}
-			if err := checkPluginConfigs([]byte(ref)); err != nil {
-				return fmt.Errorf("%s: %w", field, err)
+			if f.pluginConfigs && p.remote && isRemote(ref) {
+				// The plugin configurations of a remote directory could name any file,
+				// once transformed by its kustomization.
+				return fmt.Errorf("%s %q: %w", field, ref, refusedRemote(errRemotePlugins))
+			}
+			if err := checkBase(field, ref, p); err != nil {
+				return err
 			}
 		}
 	}
@@ -129,14 +151,64 @@ func checkKustomization(data []byte, exclusive bool) error {
 	for i, g := range k.SecretGenerator {
 		addKV(add, fmt.Sprintf("secretGenerator[%d]", i), g.KvPairSources)
 	}
+	for i, c := range k.HelmCharts {
+		add(fmt.Sprintf("helmCharts[%d].valuesFile", i), c.ValuesFile)
+		add(fmt.Sprintf("helmCharts[%d].additionalValuesFiles", i), c.AdditionalValuesFiles...)
+	}
+	for i, c := range k.HelmChartInflationGenerator {
+		add(fmt.Sprintf("helmChartInflationGenerator[%d].values", i), c.Values)
+		add(fmt.Sprintf("helmChartInflationGenerator[%d].chartHome", i), c.ChartHome)
+	}
+	if k.HelmGlobals != nil {
+		add("helmGlobals.chartHome", k.HelmGlobals.ChartHome)
+	}
 	for _, f := range files {
 		if isHTTPURL(f.path) {
-			return remoteError(f.field, f.path)
+			return remoteFileError(f.field, f.path, p)
+		}
+		if err := p.contain(f.field, f.path); err != nil {
+			return err
 		}
 	}
 
-	if len(k.OpenAPI) > 0 && !exclusive {
+	if len(k.OpenAPI) > 0 && !p.exclusive {
 		return errNeedsExclusive
+	}
+	return nil
+}
+
+// baseField is a field of a kustomization whose entries kustomize may load as bases.
+type baseField struct {
+	name string
+	refs []string
+	// pluginConfigs says whether entries may also be inline plugin configurations.
+	pluginConfigs bool
+}
+
+// baseFields returns the fields of k that kustomize may load as bases, in kustomize's order:
+// resources (and bases, which kustomize appends to them), components, then the plugin
+// fields.
+func baseFields(k *types.Kustomization) []baseField {
+	return []baseField{
+		{"resources", k.Resources, false},
+		{"bases", k.Bases, false}, //nolint:staticcheck // deprecated, but kustomize still reads it
+		{"components", k.Components, false},
+		{"generators", k.Generators, true},
+		{"transformers", k.Transformers, true},
+		{"validators", k.Validators, true},
+	}
+}
+
+// checkBase checks ref, an entry of field that kustomize may load as a base.
+func checkBase(field, ref string, p policy) error {
+	if !isRemote(ref) {
+		return p.contain(field, ref)
+	}
+	if !p.remote {
+		return remoteError(field, ref)
+	}
+	if _, err := parseGitRef(ref); err != nil {
+		return fmt.Errorf("%s %q: %w", field, ref, refusedRemote(err))
 	}
 	return nil
 }
@@ -179,22 +251,20 @@ func fileSourcePaths(sources []string) []string {
 	return paths
 }
 
-// loadingPlugins are the builtin plugins whose configuration names files that kustomize loads.
-var loadingPlugins = map[string]bool{
-	"PatchTransformer":               true,
-	"PatchJson6902Transformer":       true,
-	"PatchStrategicMergeTransformer": true,
-	"ReplacementTransformer":         true,
-	"ValueAddTransformer":            true,
-}
-
 // checkPluginConfigs checks the builtin plugin configurations (objects of apiVersion
 // "builtin") among the YAML documents of data, which may be any file kustomize reads: it
-// refuses those that would download a file or inflate a Helm chart. Documents that do not
-// parse are left for kustomize to report.
-func checkPluginConfigs(data []byte) error {
+// refuses those that would download a file or inflate a Helm chart, and those of a remote
+// repository that name files outside it. Documents that do not parse are left for kustomize
+// to report.
+func checkPluginConfigs(data []byte, p policy) error {
+	_, err := checkPluginConfigsInFile(data, p)
+	return err
+}
+
+// checkPluginConfigsInFile is checkPluginConfigs that also returns the document that failed.
+func checkPluginConfigsInFile(data []byte, p policy) (int, error) {
 	if !strings.Contains(string(data), "builtin") {
-		return nil // fast path for ordinary manifests
+		return 0, nil // fast path for ordinary manifests
 	}
 	for _, doc := range splitDocuments(data) {
 		j, err := yamlToJSON(doc.text)
@@ -205,14 +275,27 @@ func checkPluginConfigs(data []byte) error {
 		if err != nil {
 			continue
 		}
-		if err := checkPluginConfig(v); err != nil {
-			return err
+		if err := checkPluginConfig(v, p); err != nil {
+			return doc.index, err
 		}
 	}
-	return nil
+	return 0, nil
 }
 
-func checkPluginConfig(v any) error {
+// pluginPathFields are the fields of builtin plugin configurations that name files to load:
+// by plugin kind, paths of field names ("replacements.path" is the path of each item of
+// replacements).
+var pluginPathFields = map[string][]string{
+	"PatchTransformer":               {"path"},
+	"PatchJson6902Transformer":       {"path"},
+	"PatchStrategicMergeTransformer": {"paths"},
+	"ReplacementTransformer":         {"replacements.path"},
+	"ValueAddTransformer":            {"targetFilePath"},
+	"ConfigMapGenerator":             {"files", "envs", "env"},
+	"SecretGenerator":                {"files", "envs", "env"},
+}
+
+func checkPluginConfig(v any, p policy) error {
 	m, ok := v.(map[string]any)
 	if !ok || m["apiVersion"] != "builtin" {
 		return nil
@@ -220,30 +303,71 @@ func checkPluginConfig(v any) error {
 	kind, _ := m["kind"].(string)
 	switch {
 	case kind == "HelmChartInflationGenerator":
+		if p.helm {
+			return fmt.Errorf("%s: %w", kind, errHelmGenerator{})
+		}
 		return fmt.Errorf("%s: %w", kind, ErrHelmChartsNotSupported)
 	case kind == "ConfigMapGenerator" || kind == "SecretGenerator":
-		var paths []string
-		for _, key := range []string{"files", "envs", "env"} {
-			paths = append(paths, stringValues(m[key])...)
-		}
-		for _, p := range paths {
-			if p = p[strings.LastIndex(p, "=")+1:]; isHTTPURL(p) {
-				return remoteError(kind, p)
+		for _, f := range pluginPathFields[kind] {
+			for _, s := range stringValues(foldedField(m, f)) {
+				if s = s[strings.LastIndex(s, "=")+1:]; isHTTPURL(s) {
+					return remoteFileError(kind, s, p)
+				}
+				if err := p.contain(kind, s); err != nil {
+					return err
+				}
 			}
 		}
-	case loadingPlugins[kind]:
+	case pluginPathFields[kind] != nil:
 		var err error
 		walkStrings(m, func(s string) {
 			if err == nil && !strings.Contains(s, "\n") && isHTTPURL(s) {
-				err = remoteError(kind, s)
+				err = remoteFileError(kind, s, p)
 			}
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		for _, f := range pluginPathFields[kind] {
+			for _, s := range stringValues(foldedField(m, f)) {
+				if strings.Contains(s, "\n") {
+					continue // an inline patch
+				}
+				if err := p.contain(kind, s); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// stringValues returns v if it is a string, or its strings if it is an array.
+// foldedField returns the values at a dotted path of field names in v, descending into
+// lists. Names match as kustomize decodes plugin configurations (encoding/json): ignoring
+// case.
+func foldedField(v any, dotted string) any {
+	name, rest, nested := strings.Cut(dotted, ".")
+	var out []any
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if !strings.EqualFold(k, name) {
+				continue
+			}
+			if nested {
+				e = foldedField(e, rest)
+			}
+			out = append(out, e)
+		}
+	case []any:
+		for _, e := range v {
+			out = append(out, foldedField(e, dotted))
+		}
+	}
+	return out
+}
+
+// stringValues returns the strings in v, a string or a (nested) list.
 func stringValues(v any) []string {
 	switch v := v.(type) {
 	case string:
@@ -251,9 +375,7 @@ func stringValues(v any) []string {
 	case []any:
 		var out []string
 		for _, e := range v {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
+			out = append(out, stringValues(e)...)
 		}
 		return out
 	}
@@ -279,3 +401,45 @@ func walkStrings(v any, fn func(string)) {
 func remoteError(field, ref string) error {
 	return fmt.Errorf("%s %q: %w", field, ref, ErrRemoteNotSupported)
 }
+
+// remoteFileError refuses a file to download. Without remote bases, the message is
+// remoteError's.
+func remoteFileError(field, ref string, p policy) error {
+	if !p.remote {
+		return remoteError(field, ref)
+	}
+	return fmt.Errorf("%s %q: %w", field, ref, refusedRemote(errFileURL))
+}
+
+// Reasons to refuse plugin configurations from remote repositories: kustomize transforms
+// those of a directory (a kustomization) before loading the files they name, so their paths
+// cannot be checked.
+var (
+	errRemotePlugins = errors.New("remote generators, transformers and validators are not supported")
+	errPluginDir     = errors.New("generators, transformers and validators of a remote base must be files or inline, not directories")
+)
+
+// refusedRemote makes err, the reason for refusing a remote reference, an
+// ErrRemoteNotSupported.
+func refusedRemote(err error) error {
+	if errors.Is(err, errFileURL) || errors.Is(err, errFileGit) || errors.Is(err, errRemotePlugins) || errors.Is(err, errPluginDir) {
+		return &refusedRemoteError{err}
+	}
+	return &refusedRemoteError{fmt.Errorf("not a Git URL kustomize accepts: %w", err)}
+}
+
+// refusedRemoteError is a remote reference refused for a reason of its own.
+type refusedRemoteError struct{ err error }
+
+func (e *refusedRemoteError) Error() string   { return e.err.Error() }
+func (e *refusedRemoteError) Unwrap() []error { return []error{e.err, ErrRemoteNotSupported} }
+
+// errHelmGenerator refuses HelmChartInflationGenerator plugin configurations, which only
+// kustomize's helm command could inflate, when helmCharts are supported.
+type errHelmGenerator struct{}
+
+func (errHelmGenerator) Error() string {
+	return "HelmChartInflationGenerator configurations are not supported; use helmCharts in the kustomization"
+}
+
+func (errHelmGenerator) Unwrap() error { return ErrHelmChartsNotSupported }

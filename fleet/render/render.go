@@ -30,7 +30,8 @@ type Options struct {
 	// remote repository. nil refuses them with ErrRemoteNotSupported.
 	Remote func(ctx context.Context, repoURL, ref string) (fs.FS, error)
 	// Helm renders Helm charts: a chart directory of the repository, and the helmCharts of
-	// kustomizations. nil refuses them with ErrHelmNotSupported.
+	// kustomizations. nil refuses them with ErrHelmNotSupported (ErrHelmChartsNotSupported
+	// for helmCharts).
 	Helm HelmRenderer
 	// ReleaseName is the Helm release name when spec.source.helm.releaseName is empty: the
 	// Application's name.
@@ -141,7 +142,7 @@ func Render(ctx context.Context, repo fs.FS, src navarchv1.ApplicationSource, op
 		return opts.Helm.RenderChart(ctx, HelmRequestFor(src, opts, HelmChart{FS: repo, Dir: dir, Source: dir}))
 	}
 	if kustomization := findKustomization(repo, dir); kustomization != "" {
-		return renderKustomization(repo, dir, src.Kustomize)
+		return renderKustomization(ctx, repo, dir, src.Kustomize, opts)
 	}
 	if !isZeroKustomize(src.Kustomize) {
 		return nil, &Error{File: dir, Err: errors.New(
