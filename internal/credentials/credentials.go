@@ -1,6 +1,7 @@
 // Package credentials finds the credentials navarch sends to a repository: Secrets of the
-// system namespace labelled navarch.io/secret-type=repository, each holding a `url` and a
-// `username` and `password` (or a token as password).
+// system namespace labelled navarch.io/secret-type=repository, each holding a `url` and either
+// a `username` and `password` (or a token as password), for http(s) URLs, or an
+// `sshPrivateKey` (a passphrase-less deploy key), for SSH URLs.
 //
 // A Secret applies to a repository URL when both name the same scheme, host and port and the
 // Secret's path is the repository's path or one of its parent directories, compared segment by
@@ -8,7 +9,14 @@
 // https://git.example.com/team/apps.git, never to https://git.example.com/teamXYZ/apps.git
 // nor to any URL on another host. The Secret with the longest path wins. URLs are parsed, not
 // compared as strings, so "http://host-a@host-b/repo" (user info that reads like a host) can
-// never borrow host-a's credentials; repository URLs with user info are refused altogether.
+// never borrow host-a's credentials; http(s) repository URLs with user info are refused
+// altogether.
+//
+// SSH URLs, ssh://[user@]host[:port]/path and the scp-like user@host:path, have the scheme
+// "ssh" whichever form they take, port 22 unless they name another, and their user name (git@)
+// is ignored in matching; a password in one is refused. So a Secret for ssh://git@git.example.com/team
+// applies to git@git.example.com:team/apps.git. A Secret for an SSH URL never applies to an
+// http(s) URL of the same host, nor the other way round.
 //
 // The Store reads through a cache (a watch on the labelled Secrets of the system namespace),
 // so a lookup costs no API request however many Applications ask.
@@ -36,6 +44,18 @@ const (
 	SecretTypeRepository = "repository"
 )
 
+// Keys of a repository credential Secret's data.
+const (
+	// KeyURL is the URL the credentials apply to, and below.
+	KeyURL = "url"
+	// KeyUsername and KeyPassword authenticate to http(s) URLs.
+	KeyUsername = "username"
+	KeyPassword = "password"
+	// KeySSHPrivateKey is the private key, in OpenSSH or PEM format and without passphrase,
+	// that authenticates to SSH URLs.
+	KeySSHPrivateKey = "sshPrivateKey"
+)
+
 // Store looks up repository credentials in Secrets.
 type Store struct {
 	// Reader lists Secrets; the controller passes a cache restricted to the labelled Secrets
@@ -46,7 +66,9 @@ type Store struct {
 }
 
 // Lookup returns the credentials of the Secret that applies to repoURL, or nil when none
-// does. A repoURL that carries user info is an error.
+// does: the username and password of an http(s) Secret, the private key of an SSH one. A repoURL
+// that carries user info (http(s)) or a password (SSH) is an error, and so is a Secret that
+// applies but holds the wrong kind of credentials for its URL.
 func (s *Store) Lookup(ctx context.Context, repoURL string) (*gitrepo.Credentials, error) {
 	repo, err := parse(repoURL)
 	if err != nil {
@@ -66,7 +88,7 @@ func (s *Store) Lookup(ctx context.Context, repoURL string) (*gitrepo.Credential
 	bestLen := -1
 	for i := range secrets.Items {
 		sec := &secrets.Items[i]
-		scope, err := parse(string(sec.Data["url"]))
+		scope, err := parse(string(sec.Data[KeyURL]))
 		if err != nil || scope.userinfo {
 			continue // not a usable scope: it applies to nothing
 		}
@@ -77,7 +99,19 @@ func (s *Store) Lookup(ctx context.Context, repoURL string) (*gitrepo.Credential
 	if best == nil {
 		return nil, nil
 	}
-	return &gitrepo.Credentials{Username: string(best.Data["username"]), Password: string(best.Data["password"])}, nil
+	key := best.Data[KeySSHPrivateKey]
+	if repo.scheme == schemeSSH {
+		if len(key) == 0 {
+			return nil, fmt.Errorf("repository credential Secret %s/%s: its %s is an SSH URL but it has no %s",
+				best.Namespace, best.Name, KeyURL, KeySSHPrivateKey)
+		}
+		return &gitrepo.Credentials{SSHPrivateKey: key}, nil
+	}
+	if len(key) > 0 && len(best.Data[KeyPassword]) == 0 {
+		return nil, fmt.Errorf("repository credential Secret %s/%s: an %s only authenticates to SSH URLs (ssh:// or user@host:path), "+
+			"and its %s is not one", best.Namespace, best.Name, KeySSHPrivateKey, KeyURL)
+	}
+	return &gitrepo.Credentials{Username: string(best.Data[KeyUsername]), Password: string(best.Data[KeyPassword])}, nil
 }
 
 // Applies reports whether credentials scoped to secretURL may be sent to repoURL.
@@ -94,16 +128,29 @@ func Applies(secretURL, repoURL string) bool {
 	return ok
 }
 
+// schemeSSH is the scheme of both forms of SSH URL.
+const schemeSSH = "ssh"
+
 // location is a parsed URL reduced to what credentials are scoped by.
 type location struct {
 	scheme   string
 	host     string // lower-case host:port, with the scheme's default port made explicit
 	segments []string
-	userinfo bool
+	userinfo bool // user info in an http(s) URL; SSH URLs keep their user name out of it
 }
 
 func parse(raw string) (location, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	raw = strings.TrimSpace(raw)
+	if gitrepo.IsSSH(raw) {
+		// The one parser of SSH URLs, shared with the Git client, so that both read the
+		// same host and path out of a URL. It refuses passwords.
+		u, err := gitrepo.ParseSSHURL(raw)
+		if err != nil {
+			return location{}, err
+		}
+		return location{scheme: schemeSSH, host: u.HostPort(), segments: segments(u.Path)}, nil
+	}
+	u, err := url.Parse(raw)
 	if err != nil || u.Opaque != "" || u.Host == "" {
 		return location{}, fmt.Errorf("%w: %q is not a URL with a host", gitrepo.ErrInvalidURL, gitrepo.RedactURL(raw))
 	}
@@ -116,18 +163,21 @@ func parse(raw string) (location, error) {
 			port = "80"
 		case "https":
 			port = "443"
-		case "ssh":
-			port = "22"
 		}
 	}
-	// Dot segments are resolved as the HTTP client will resolve them before sending.
-	var segments []string
-	for seg := range strings.SplitSeq(path.Clean("/"+u.Path), "/") {
+	return location{scheme: scheme, host: net.JoinHostPort(host, port), segments: segments(u.Path), userinfo: u.User != nil}, nil
+}
+
+// segments splits a path into its segments. Dot segments are resolved as the HTTP client
+// will resolve them before sending (and an SSH server's file system will).
+func segments(p string) []string {
+	var segs []string
+	for seg := range strings.SplitSeq(path.Clean("/"+p), "/") {
 		if seg != "" {
-			segments = append(segments, seg)
+			segs = append(segs, seg)
 		}
 	}
-	return location{scheme: scheme, host: net.JoinHostPort(host, port), segments: segments, userinfo: u.User != nil}, nil
+	return segs
 }
 
 // covers reports whether credentials scoped to l apply to repo, and how specific l is.

@@ -31,8 +31,16 @@ var (
 	ErrRevisionNotFound = errors.New("revision not found")
 
 	// ErrInvalidURL means the repository URL cannot be used: it does not
-	// parse, or its scheme is not http or https. Retrying cannot help.
+	// parse, is neither an http(s) nor an SSH URL, or carries a password.
+	// Retrying cannot help.
 	ErrInvalidURL = errors.New("invalid repository URL")
+
+	// ErrHostKey means the host key an SSH server presented is not one
+	// the known hosts (see [Options.KnownHosts]) list for it: the host is
+	// missing from them, there are none, or its key differs, which may be
+	// a machine in the middle. The error names the host; the known hosts
+	// must be fixed, retrying cannot help.
+	ErrHostKey = errors.New("SSH host key not trusted")
 )
 
 // errClosed is returned by a [Reader] after [Reader.Close].
@@ -44,7 +52,8 @@ var errClosed = errors.New("reader is closed")
 type Error struct {
 	// Op is what was being done: "resolve" or "snapshot".
 	Op string
-	// URL is the repository URL, without any user info.
+	// URL is the repository URL, without password: an http(s) URL without
+	// user info, an SSH URL with its user name.
 	URL string
 	// Revision is the revision as requested; empty means HEAD.
 	Revision string
@@ -80,8 +89,8 @@ func (e *commandError) Error() string {
 
 func (e *commandError) Unwrap() error { return e.Err }
 
-// stderrPatterns map fragments of git's (and libcurl's) messages, with
-// LC_ALL=C and lower-cased, to sentinel errors. They are tried in order:
+// stderrPatterns map fragments of git's (and libcurl's and ssh's) messages,
+// with LC_ALL=C and lower-cased, to sentinel errors. They are tried in order:
 // an authentication failure is usually followed by a hang-up message that
 // would otherwise read as a network problem.
 var stderrPatterns = []struct {
@@ -97,12 +106,18 @@ var stderrPatterns = []struct {
 		"requested url returned error: 403",
 		"http basic: access denied",
 		"invalid username or password",
+		// ssh: "git@host: Permission denied (publickey)."
+		"permission denied (",
+		"too many authentication failures",
 	}},
 	{ErrRepositoryNotFound, []string{
 		"not found: did you run git update-server-info",
 		"requested url returned error: 404",
 		"does not appear to be a git repository",
 		"' not found",
+		// GitHub and GitLab over ssh.
+		"error: repository not found",
+		"the project you were looking for could not be found",
 	}},
 	{ErrUnreachable, []string{
 		"failed to connect to",
@@ -123,6 +138,12 @@ var stderrPatterns = []struct {
 		"requested url returned error: 503",
 		"requested url returned error: 504",
 		"the remote end hung up unexpectedly",
+		// ssh: "ssh: connect to host h port 22: Connection refused", …
+		"could not resolve hostname",
+		"no route to host",
+		"network is unreachable",
+		"connection closed by",
+		"kex_exchange_identification",
 	}},
 }
 
@@ -137,7 +158,7 @@ func classify(err error) error {
 		return err
 	}
 	var ce *commandError
-	if !errors.As(err, &ce) {
+	if !errors.As(err, &ce) || errors.Is(err, ErrHostKey) {
 		return err
 	}
 	msg := strings.ToLower(ce.Stderr)
@@ -156,7 +177,7 @@ func classify(err error) error {
 // (fetch by SHA after fetching a ref failed) are pointless after one.
 func isRemoteFailure(err error) bool {
 	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrUnauthorized) ||
-		errors.Is(err, ErrRepositoryNotFound) ||
+		errors.Is(err, ErrRepositoryNotFound) || errors.Is(err, ErrHostKey) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
@@ -164,13 +185,20 @@ func isRemoteFailure(err error) bool {
 // readable in conditions and logs.
 const maxStderr = 1024
 
-// summarizeStderr keeps git's diagnostic lines (dropping hints and blank
-// lines), joins them with "; ", removes the secrets and bounds the length.
+// gitBoilerplate are lines git adds to every failure of the ssh transport,
+// whatever the cause.
+var gitBoilerplate = map[string]bool{
+	"Please make sure you have the correct access rights": true,
+	"and the repository exists.":                          true,
+}
+
+// summarizeStderr keeps git's diagnostic lines (dropping hints, boilerplate
+// and blank lines), joins them with "; ", removes the secrets and bounds the length.
 func summarizeStderr(stderr string, secrets []string) string {
 	var lines []string
 	for line := range strings.SplitSeq(stderr, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "hint:") {
+		if line == "" || strings.HasPrefix(line, "hint:") || gitBoilerplate[line] {
 			continue
 		}
 		lines = append(lines, line)
@@ -192,12 +220,18 @@ func scrub(s string, secrets []string) string {
 	return s
 }
 
-// RedactURL renders a repository URL without its user info, for messages and output.
-// It copes with strings that are no URLs, which may still carry a password
-// before an '@' ("user:pass@host:path" even parses, as an opaque URL).
+// RedactURL renders a repository URL without its password, for messages
+// and output: an http(s) URL loses its user info, an ssh:// URL keeps the
+// user name, which is no secret. It copes with strings that are no URLs,
+// which may still carry a password before an '@' ("user:pass@host:path"
+// even parses, as an opaque URL).
 func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.Host != "" && u.Opaque == "" {
-		u.User = nil
+		if u.User != nil && strings.EqualFold(u.Scheme, "ssh") && u.User.Username() != "" {
+			u.User = url.User(u.User.Username())
+		} else {
+			u.User = nil
+		}
 		return u.String()
 	}
 	// Keep the user name, hide whatever follows its colon.

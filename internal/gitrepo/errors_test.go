@@ -24,7 +24,18 @@ func TestClassify(t *testing.T) {
 		{"fatal: unable to access 'https://nohost/a.git/': Could not resolve host: nohost", ErrUnreachable},
 		{"fatal: unable to access 'https://host/a.git/': The requested URL returned error: 503", ErrUnreachable},
 		{"fatal: unable to access 'https://host/a.git/': Connection timed out after 30001 milliseconds", ErrUnreachable},
+		// OpenSSH 9.2 through git.
+		{"git@127.0.0.1: Permission denied (publickey).\r\nfatal: Could not read from remote repository.", ErrUnauthorized},
+		{"Received disconnect from 1.2.3.4 port 22:2: Too many authentication failures", ErrUnauthorized},
+		{"ERROR: Repository not found.\nfatal: Could not read from remote repository.", ErrRepositoryNotFound},
+		{"fatal: '/missing.git' does not appear to be a git repository", ErrRepositoryNotFound},
+		{"ssh: connect to host 127.0.0.1 port 1: Connection refused\r\nfatal: Could not read from remote repository.", ErrUnreachable},
+		{"ssh: Could not resolve hostname nohost: Name or service not known", ErrUnreachable},
+		{"ssh: connect to host 10.0.0.1 port 22: No route to host", ErrUnreachable},
+		{"kex_exchange_identification: read: Connection reset by peer", ErrUnreachable},
+		{"Connection closed by 1.2.3.4 port 22", ErrUnreachable},
 		{"fatal: remote error: upload-pack: not our ref 0123", nil},
+		{"error: unable to create temporary file: Permission denied", nil},
 		{"fatal: couldn't find remote ref refs/heads/nope", nil},
 	}
 	sentinels := []error{ErrUnauthorized, ErrRepositoryNotFound, ErrUnreachable}
@@ -68,6 +79,9 @@ func TestRedactURL(t *testing.T) {
 		"https://bot:tok@host/a.git":          "https://host/a.git",
 		"https://bot:tok@ho st/a.git":         "https://bot:xxxxx@ho st/a.git",
 		"git@host:org/a.git":                  "git@host:org/a.git",
+		"ssh://git@host/org/a.git":            "ssh://git@host/org/a.git",
+		"ssh://git:pw@host/org/a.git":         "ssh://git@host/org/a.git",
+		"ssh://:pw@host/org/a.git":            "ssh://host/org/a.git",
 		"bot:tok@host:org/a.git":              "bot:xxxxx@host:org/a.git",
 		"https://bot:to@k@ho st/a.git":        "https://bot:xxxxx@ho st/a.git",
 		"not a url at all, with no user info": "not a url at all, with no user info",

@@ -80,3 +80,29 @@ func exampleServer(tmp string) (*gitserver.Server, error) {
 	}
 	return server, nil
 }
+
+// Both forms of SSH URL name a user, a host, a port and a path; the
+// canonical form keeps the user name and leaves port 22 out.
+func ExampleParseSSHURL() {
+	for _, raw := range []string{
+		"ssh://GitHub.com/org/apps.git",
+		"git@github.com:org/apps.git",
+		"git@[git.example.com:2222]:org/apps.git",
+	} {
+		u, err := gitrepo.ParseSSHURL(raw)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(u.User, u.HostPort(), u.Path, u)
+	}
+	_, err := gitrepo.ParseSSHURL("ssh://git:hunter2@github.com/org/apps.git")
+	fmt.Println(err)
+	fmt.Println(gitrepo.IsSSH("git@github.com:org/apps.git"), gitrepo.IsSSH("https://github.com/org/apps.git"))
+	// Output:
+	// git github.com:22 /org/apps.git ssh://git@github.com/org/apps.git
+	// git github.com:22 org/apps.git git@github.com:org/apps.git
+	// git git.example.com:2222 org/apps.git git@[git.example.com:2222]:org/apps.git
+	// invalid repository URL: "ssh://git@github.com/org/apps.git": a password is not allowed in an SSH URL; authenticate with an SSH key kept in a repository credential Secret
+	// true false
+}

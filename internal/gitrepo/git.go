@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,11 +16,14 @@ import (
 	"time"
 )
 
-// Credentials authenticate to a Git server over HTTP(S) with basic auth.
+// Credentials authenticate to a Git server: with basic auth (Username and
+// Password) over HTTP(S), with a private key (SSHPrivateKey) over SSH. A
+// call with the wrong kind for its URL fails rather than going anonymous.
 // Callers read them from wherever they are kept (a Kubernetes Secret) and
-// pass them per call; the package keeps them only in memory and hands them
+// pass them per call. The package keeps them in memory and hands a password
 // to git through the environment of the child process, never its arguments
-// or a file.
+// or a file; an SSH key is written to a private file for the one ssh run
+// that needs it (see the package documentation).
 type Credentials struct {
 	// Username is the user name. It may be empty when Password is an
 	// access token: the placeholder user name "git" is then sent, which
@@ -27,15 +31,23 @@ type Credentials struct {
 	Username string
 	// Password is the password or access token.
 	Password string
+	// SSHPrivateKey is a private key in OpenSSH or PEM format, without
+	// passphrase, for SSH URLs (a deploy key). The user name to log in as
+	// is the URL's.
+	SSHPrivateKey []byte
 }
 
-// String hides the password, so that printing Credentials with %v or %+v
-// by mistake does not leak it.
+// String hides the password and the key, so that printing Credentials with
+// %v or %+v by mistake does not leak them.
 func (c Credentials) String() string {
-	return fmt.Sprintf("{Username:%q Password:<redacted>}", c.Username)
+	key := "<none>"
+	if len(c.SSHPrivateKey) > 0 {
+		key = "<redacted>"
+	}
+	return fmt.Sprintf("{Username:%q Password:<redacted> SSHPrivateKey:%s}", c.Username, key)
 }
 
-// GoString hides the password from %#v too.
+// GoString hides the password and the key from %#v too.
 func (c Credentials) GoString() string { return "gitrepo.Credentials" + c.String() }
 
 // tokenUsername is sent when Credentials carry a password but no user name.
@@ -54,13 +66,22 @@ type auth struct {
 	// id identifies the credentials in memory (cache keys, access checks)
 	// without holding them in plain text.
 	id string
+	// ssh is set for a repository reached over SSH.
+	ssh *sshAuth
 }
 
-// newAuth prepares the authentication for the repository at origin
-// (scheme://host[:port]). Empty credentials mean anonymous access.
-func newAuth(origin string, c Credentials) *auth {
+// newAuth prepares the authentication of a call for the repository at u.
+// Empty credentials mean anonymous access.
+func newAuth(u repoURL, c Credentials) (*auth, error) {
+	if u.ssh != nil {
+		return newSSHAuth(*u.ssh, c)
+	}
+	if len(c.SSHPrivateKey) > 0 {
+		return nil, errors.New("credentials: an SSH private key cannot authenticate to an http(s) URL; " +
+			"use an ssh:// or user@host:path URL, or a username and password")
+	}
 	if c.Username == "" && c.Password == "" {
-		return &auth{id: "anonymous"}
+		return &auth{id: "anonymous"}, nil
 	}
 	user := c.Username
 	if user == "" {
@@ -69,11 +90,11 @@ func newAuth(origin string, c Credentials) *auth {
 	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + c.Password))
 	sum := sha256.Sum256([]byte(user + "\x00" + c.Password))
 	return &auth{
-		configKey: "http." + origin + "/.extraHeader",
+		configKey: "http." + u.origin + "/.extraHeader",
 		header:    "Authorization: Basic " + basic,
 		secrets:   secretsOf(user, c.Password),
 		id:        fmt.Sprintf("basic:%x", sum[:16]),
-	}
+	}, nil
 }
 
 // gitConfig is set on every git command, through GIT_CONFIG_COUNT and
@@ -104,7 +125,8 @@ var inheritedEnv = []string{
 
 // baseEnv returns the environment shared by every git command: a private,
 // empty HOME, no system or global configuration, no prompts and messages
-// in the C locale (they are parsed).
+// in the C locale (they are parsed). SSH_AUTH_SOCK is not passed on: only
+// the caller's key may be offered.
 func baseEnv(home string) []string {
 	env := []string{
 		"HOME=" + home,
@@ -112,7 +134,6 @@ func baseEnv(home string) []string {
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=" + os.DevNull,
 		"GIT_TERMINAL_PROMPT=0",
-		"GIT_ALLOW_PROTOCOL=http:https",
 		"LC_ALL=C",
 		"LANG=C",
 	}
@@ -125,15 +146,20 @@ func baseEnv(home string) []string {
 }
 
 // commandEnv returns the environment of one git command: the base plus the
-// configuration, including the Authorization header when a is non-nil.
+// configuration, including the Authorization header when a is non-nil, and
+// the one transport the repository's URL needs.
 func commandEnv(base []string, a *auth) []string {
 	config := gitConfig
 	if a != nil && a.configKey != "" {
 		config = append(config[:len(config):len(config)], [2]string{a.configKey, a.header})
 	}
-	env := make([]string, 0, len(base)+1+2*len(config))
+	protocols := "http:https"
+	if a != nil && a.ssh != nil {
+		protocols = "ssh"
+	}
+	env := make([]string, 0, len(base)+2+2*len(config))
 	env = append(env, base...)
-	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
+	env = append(env, "GIT_ALLOW_PROTOCOL="+protocols, "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
 	for i, kv := range config {
 		n := strconv.Itoa(i)
 		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
@@ -152,14 +178,29 @@ const maxCapturedStderr = 64 << 10
 // empty, is the repository to operate on. a, if not nil, authenticates
 // network operations. When ctx ends the process is asked to terminate and
 // the context's error is returned.
-func (r *Reader) run(ctx context.Context, gitDir string, a *auth, args ...string) ([]byte, error) {
+func (r *Reader) run(ctx context.Context, gitDir string, a *auth, args ...string) (out []byte, err error) {
 	argv := args
 	if gitDir != "" {
 		argv = append([]string{"--git-dir=" + gitDir}, args...)
 	}
+	env := commandEnv(r.env, a)
+	sshDir := ""
+	if a != nil && a.ssh != nil {
+		var sshEnv []string
+		if sshDir, sshEnv, err = r.sshSession(ctx, a.ssh); err != nil {
+			return nil, fmt.Errorf("git %s: %w", args[0], err)
+		}
+		// The key leaves the disk as soon as git is done with it.
+		defer func() {
+			if rmErr := removeSSHDir(sshDir); rmErr != nil {
+				out, err = nil, errors.Join(err, rmErr)
+			}
+		}()
+		env = append(env, sshEnv...)
+	}
 	cmd := exec.CommandContext(ctx, r.gitBinary, argv...)
 	cmd.Dir = r.home
-	cmd.Env = commandEnv(r.env, a)
+	cmd.Env = env
 	cmd.Cancel = func() error {
 		if runtime.GOOS == "windows" {
 			return cmd.Process.Kill()
@@ -175,14 +216,24 @@ func (r *Reader) run(ctx context.Context, gitDir string, a *auth, args ...string
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("git %s: %w", args[0], ctxErr)
 		}
+		msg := stderr.String()
 		var secrets []string
 		if a != nil {
 			secrets = a.secrets
+			if a.ssh != nil {
+				if hostKeyErr := r.hostKeyError(a.ssh, msg); hostKeyErr != nil {
+					return nil, fmt.Errorf("git %s: %w", args[0], hostKeyErr)
+				}
+			}
+		}
+		if sshDir != "" {
+			// The directory differs from run to run; errors should not.
+			msg = strings.ReplaceAll(msg, sshDir, "<temporary directory>")
 		}
 		return nil, &commandError{
 			Subcommand: args[0],
 			Err:        err,
-			Stderr:     summarizeStderr(stderr.String(), secrets),
+			Stderr:     summarizeStderr(msg, secrets),
 		}
 	}
 	return stdout.Bytes(), nil

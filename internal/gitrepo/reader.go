@@ -1,4 +1,4 @@
-// Package gitrepo reads Git repositories over HTTP(S): it resolves
+// Package gitrepo reads Git repositories over HTTP(S) and SSH: it resolves
 // revisions to commits and exposes the tree of a commit as an immutable,
 // cached [Snapshot], without ever checking out a working copy.
 //
@@ -15,10 +15,28 @@
 //	data, err := snap.ReadFile("apps/guestbook/config.json")
 //	err = fs.WalkDir(snap.FS(), "apps", walkFn)
 //
+// # Repository URLs
+//
+// A repository URL takes one of these forms:
+//
+//	https://host[:port]/path             (or http://)
+//	ssh://[user@]host[:port]/path        (user "git" if none is given)
+//	user@host:path                       (scp-like; the user is required)
+//	user@[host:port]:path                (scp-like with a port)
+//
+// [IsSSH] tells the SSH forms apart and [ParseSSHURL] parses them. As git
+// does, an scp-like path is relative to the user's home directory on the
+// server and an ssh:// path absolute; Git hosts treat both alike. Scheme and
+// host are compared in lower case; an SSH URL keeps its user name, which is
+// no secret, in errors and cache keys, and port 22 is left out. User info
+// in an http(s) URL, and a password in an SSH URL, are refused with
+// [ErrInvalidURL].
+//
 // # How it works
 //
-// The package drives the git CLI (2.31 or newer). Revisions are resolved
-// with `git ls-remote`, which asks the server for the matching refs only.
+// The package drives the git CLI (2.31 or newer), and for SSH URLs the
+// OpenSSH client. Revisions are resolved with `git ls-remote`, which asks
+// the server for the matching refs only.
 // Commits are fetched into a bare mirror per repository URL under
 // [Options.CacheDir], incrementally and only when the mirror lacks the
 // commit. Trees are listed with `git ls-tree` and files read with a
@@ -37,11 +55,26 @@
 // # Credentials
 //
 // [Credentials] are passed per call, typically read by the caller from a
-// Kubernetes Secret. They reach git only as an Authorization header in the
-// environment of the git child process, scoped to the repository's origin:
-// never in process arguments, files or error messages. A repository URL
-// with user info is refused with [ErrInvalidURL]. Git runs with a private HOME and without system or global
-// configuration, so no credential helper, .netrc or user setting applies.
+// Kubernetes Secret: a username and password (or token) for http(s) URLs, a
+// private key for SSH URLs; the wrong kind for a URL is an error. A password
+// reaches git only as an Authorization header in the environment of the git
+// child process, scoped to the repository's origin: never in process
+// arguments, files or error messages. A repository URL with user info is
+// refused with [ErrInvalidURL]. Git runs with a private HOME and without
+// system or global configuration, so no credential helper, .netrc or user
+// setting applies.
+//
+// Over SSH, git runs the system's ssh with no configuration file, no agent
+// and only the caller's key, in batch mode (it never prompts), and with
+// strict host key checking against [Options.KnownHosts] alone: a host
+// missing from them, or presenting another key, fails with [ErrHostKey]
+// naming the host; it is never trusted on first use. ssh reads keys and
+// known hosts only from files, so SSH keys do touch the disk, briefly: for
+// each git run the key and the known hosts are written to files readable
+// by this user only (0600), in a new private (0700) directory under
+// os.TempDir, removed as soon as git exits. The key is never in process
+// arguments, the environment, error messages or the cache directory. The
+// OpenSSH client needs a passwd entry for the user the process runs as.
 //
 // Every call asks the server at least once with the caller's credentials
 // before cached data is returned, so a tree cached for one caller is only
@@ -53,11 +86,12 @@
 // # Errors
 //
 // Errors of Reader methods are [*Error] values naming the operation, the
-// URL (without user info) and the revision, and wrap [ErrUnreachable], [ErrUnauthorized],
-// [ErrRepositoryNotFound], [ErrRevisionNotFound] or [ErrInvalidURL] where
-// the cause was recognised, or the context's error. A failure is always an
-// error, never an empty snapshot. Snapshot file reads fail with
-// *fs.PathError, wrapping fs.ErrNotExist for a missing path.
+// URL (without password) and the revision, and wrap [ErrUnreachable],
+// [ErrUnauthorized], [ErrRepositoryNotFound], [ErrRevisionNotFound],
+// [ErrHostKey] or [ErrInvalidURL] where the cause was recognised, or the
+// context's error. A failure is always an error, never an empty snapshot.
+// Snapshot file reads fail with *fs.PathError, wrapping fs.ErrNotExist for
+// a missing path.
 package gitrepo
 
 import (
@@ -90,6 +124,24 @@ type Options struct {
 	// slash. Empty means "git".
 	GitBinary string
 
+	// SSHBinary is the OpenSSH client git runs for SSH URLs, looked up in
+	// PATH (when an SSH URL is first read, so that a process reading only
+	// http(s) URLs needs none) if it has no slash. Empty means "ssh".
+	SSHBinary string
+
+	// KnownHosts returns the known hosts, in the format of OpenSSH's
+	// known_hosts file, that SSH servers' host keys are checked against.
+	// It is called for every git run over SSH, so it should read from a
+	// cache. Nil, like empty content, trusts no host: every SSH URL then
+	// fails with ErrHostKey.
+	KnownHosts func(ctx context.Context) ([]byte, error)
+
+	// KnownHostsSource says where KnownHosts reads from, for errors:
+	// "ConfigMap navarch-ssh-known-hosts" makes "host key of
+	// git.example.com:22 is not in the known hosts (ConfigMap
+	// navarch-ssh-known-hosts)". Empty leaves it out.
+	KnownHostsSource string
+
 	// MaxCachedSnapshots bounds how many snapshots are kept in memory,
 	// least recently used first out. Each costs memory proportional to
 	// the number of paths in its tree. Zero means
@@ -106,11 +158,15 @@ type Options struct {
 // safe for concurrent use; a process normally has one.
 type Reader struct {
 	gitBinary   string
+	sshBinary   string
 	cacheDir    string
 	ownCacheDir bool // created by New, removed by Close
 	home        string
 	mirrorsDir  string
 	env         []string
+
+	knownHosts       func(ctx context.Context) ([]byte, error)
+	knownHostsSource string
 
 	mu     sync.Mutex
 	repos  map[string]*repo // by canonical URL
@@ -154,12 +210,18 @@ type Stats struct {
 // and creates the cache directory.
 func New(opts Options) (*Reader, error) {
 	r := &Reader{
-		gitBinary: opts.GitBinary,
-		cacheDir:  opts.CacheDir,
-		repos:     map[string]*repo{},
+		gitBinary:        opts.GitBinary,
+		sshBinary:        opts.SSHBinary,
+		cacheDir:         opts.CacheDir,
+		knownHosts:       opts.KnownHosts,
+		knownHostsSource: opts.KnownHostsSource,
+		repos:            map[string]*repo{},
 	}
 	if r.gitBinary == "" {
 		r.gitBinary = "git"
+	}
+	if r.sshBinary == "" {
+		r.sshBinary = "ssh"
 	}
 	path, err := exec.LookPath(r.gitBinary)
 	if err != nil {
@@ -323,6 +385,10 @@ func (r *Reader) open(repoURL string, creds *Credentials) (*repo, *auth, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	a, err := newAuth(u, credentials(creds))
+	if err != nil {
+		return nil, nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -333,7 +399,7 @@ func (r *Reader) open(repoURL string, creds *Credentials) (*repo, *auth, error) 
 		rp = newRepo(r, u.canonical)
 		r.repos[u.canonical] = rp
 	}
-	return rp, newAuth(u.origin, credentials(creds)), nil
+	return rp, a, nil
 }
 
 // resolve turns revision into a commit (see Resolve).

@@ -580,7 +580,9 @@ func TestInvalidURL(t *testing.T) {
 	t.Parallel()
 	r := newReader(t)
 	for _, raw := range []string{
-		"git@github.com:org/repo.git",
+		"github.com:org/repo.git",
+		"ssh://git:hunter2@github.com/org/repo.git",
+		"git:hunter2@github.com:org/repo.git",
 		"file:///etc",
 		"ftp://example.com/repo.git",
 		"https:///repo.git",

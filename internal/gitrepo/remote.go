@@ -11,29 +11,39 @@ import (
 
 // repoURL is a parsed repository URL.
 type repoURL struct {
-	// canonical is the URL without user info, with scheme and host in lower
-	// case. It identifies the repository in caches and appears in errors
-	// and git's arguments.
+	// canonical identifies the repository in caches and appears in errors
+	// and git's arguments: an http(s) URL without user info, or an SSH URL
+	// in the form given, with the user name (see [SSHURL.String]); scheme
+	// and host in lower case.
 	canonical string
-	// origin is scheme://host[:port], the scope of the credentials.
+	// origin is scheme://host[:port] of an http(s) URL, the scope of the
+	// Authorization header.
 	origin string
+	// ssh is set for an SSH URL.
+	ssh *SSHURL
 }
 
-// parseRepoURL validates raw as an http(s) repository URL.
+// parseRepoURL validates raw as an http(s) or SSH repository URL.
 func parseRepoURL(raw string) (repoURL, error) {
+	if IsSSH(raw) {
+		u, err := ParseSSHURL(raw)
+		if err != nil {
+			return repoURL{}, err
+		}
+		if strings.Trim(u.Path, "/") == "" {
+			return repoURL{}, fmt.Errorf("%w: %q: no repository path", ErrInvalidURL, u.String())
+		}
+		return repoURL{canonical: u.String(), ssh: &u}, nil
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		hint := ""
-		if !strings.Contains(raw, "://") && strings.Contains(raw, ":") {
-			hint = " (SSH URLs are not supported; use an https:// URL)"
-		}
 		// url's error quotes the input, which may hold a password.
-		return repoURL{}, fmt.Errorf("%w: %q does not parse%s", ErrInvalidURL, RedactURL(raw), hint)
+		return repoURL{}, fmt.Errorf("%w: %q does not parse", ErrInvalidURL, RedactURL(raw))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch {
 	case scheme != "http" && scheme != "https":
-		return repoURL{}, fmt.Errorf("%w: %q: scheme must be http or https", ErrInvalidURL, RedactURL(raw))
+		return repoURL{}, fmt.Errorf("%w: %q: scheme must be http, https or ssh", ErrInvalidURL, RedactURL(raw))
 	case u.Host == "" || u.Opaque != "":
 		return repoURL{}, fmt.Errorf("%w: %q: no host", ErrInvalidURL, RedactURL(raw))
 	case u.Fragment != "":

@@ -23,7 +23,7 @@ func TestParseRepoURL(t *testing.T) {
 			t.Errorf("parseRepoURL(%q) = %q, %q; want %q, %q", tc.raw, u.canonical, u.origin, tc.canonical, tc.origin)
 		}
 	}
-	for _, raw := range []string{"", "apps", "/srv/git/apps", "file:///srv/git/apps", "ssh://git@host/apps.git", "git@host:apps.git", "https://", "https://host/a#b",
+	for _, raw := range []string{"", "apps", "/srv/git/apps", "file:///srv/git/apps", "git+ssh://git@host/apps.git", "host:apps.git", "ssh://git:pw@host/apps.git", "https://", "https://host/a#b",
 		// User info is refused, whether it is credentials or a host in disguise.
 		"http://bot:s3cret@127.0.0.1:8080/a.git", "http://bot@host/a.git", "http://127.0.0.1:38503@127.0.0.1:18080/probe.git"} {
 		if _, err := parseRepoURL(raw); !errors.Is(err, ErrInvalidURL) {

@@ -15,9 +15,17 @@
 // to the git CLI with a controlled environment (see [Git]) so that the user's
 // own git configuration never leaks in.
 //
-// A server is started with [Start], which returns once the listener is open,
-// and stopped with [Server.Close]. A long-running process that wants to
-// block while serving calls [Server.Wait].
+// With [Options.SSHAddr] the same repositories are also served over SSH, as
+// a Git host does: a Go SSH server with a fresh ed25519 host key
+// ([Server.KnownHostsLine] trusts it) lets in clients presenting a key
+// registered with [Server.AuthorizeKey] (see [GenerateSSHKey]) and runs
+// Git's own git-upload-pack or git-receive-pack for the repository their
+// command names, at ssh://git@127.0.0.1:PORT/NAME.git ([Server.SSHURL]) or
+// git@[127.0.0.1:PORT]:NAME.git ([Server.SCPLikeURL]).
+//
+// A server is started with [Start], which returns once the listeners are
+// open, and stopped with [Server.Close]. A long-running process that wants
+// to block while serving calls [Server.Wait].
 package gitserver
 
 import (
@@ -58,6 +66,11 @@ type Options struct {
 	// Addr is the TCP address to listen on. Empty means [DefaultAddr].
 	Addr string
 
+	// SSHAddr, if not empty, is the TCP address to serve the repositories
+	// over SSH on as well, e.g. [DefaultAddr]. Only keys registered with
+	// [Server.AuthorizeKey] may log in.
+	SSHAddr string
+
 	// Username and Password enable HTTP basic auth when Username is
 	// non-empty: every request must then carry exactly these credentials
 	// or it is answered with 401 Unauthorized.
@@ -65,7 +78,8 @@ type Options struct {
 	Password string
 
 	// Log, if non-nil, receives one line per request (method, path,
-	// status, user, duration; never credentials), the stderr of
+	// status, user, duration; never credentials) or SSH command (command,
+	// user, key fingerprint, exit status, duration), the stderr of
 	// git-http-backend and server errors. Writes are serialized. Nil
 	// discards all of it.
 	Log io.Writer
@@ -79,6 +93,7 @@ type Server struct {
 	url      string
 	listener net.Listener
 	http     *http.Server
+	ssh      *sshFrontend // nil without Options.SSHAddr
 
 	serveDone chan struct{} // closed when http.Server.Serve returns
 	serveErr  error         // set before serveDone is closed
@@ -154,6 +169,12 @@ func Start(opts Options) (*Server, error) {
 		},
 		serveDone: make(chan struct{}),
 	}
+	if opts.SSHAddr != "" {
+		if s.ssh, err = startSSH(s, opts.SSHAddr, logger); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	go func() {
 		defer close(s.serveDone)
 		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -183,11 +204,12 @@ func (s *Server) Wait() error {
 }
 
 // Close gracefully shuts the server down: it stops accepting connections and
-// waits (up to ten seconds) for requests in flight to finish, then closes
-// whatever is left. It is safe to call more than once.
+// waits (up to ten seconds) for requests and SSH commands in flight to
+// finish, then closes whatever is left. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		stopBy := time.Now().Add(shutdownGrace)
+		ctx, cancel := context.WithDeadline(context.Background(), stopBy)
 		defer cancel()
 		if err := s.http.Shutdown(ctx); err != nil {
 			// Grace period over: drop the remaining connections.
@@ -197,6 +219,9 @@ func (s *Server) Close() error {
 			s.closeErr = fmt.Errorf("gitserver: shutdown: %w", err)
 		}
 		<-s.serveDone
+		if s.ssh != nil {
+			s.closeErr = errors.Join(s.closeErr, s.ssh.close(time.Until(stopBy)))
+		}
 	})
 	return s.closeErr
 }
