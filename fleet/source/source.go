@@ -350,7 +350,7 @@ func (f *Fetcher) cached(ctx context.Context, key string, all []fetched, req Req
 		}
 		r = v.(*rendering)
 	}
-	if !f.remotesUnchanged(ctx, r.remotes) {
+	if !f.remotesUnchanged(ctx, r.remotes, req.Refresh) {
 		return nil
 	}
 	return r
@@ -395,14 +395,14 @@ func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool,
 }
 
 // remotesUnchanged reports whether every remote base a rendering read still resolves to the
-// commit it read.
-func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]string) bool {
+// commit it read; with refresh, Git is asked.
+func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]string, refresh bool) bool {
 	for k, commit := range remotes {
 		creds, err := f.credentials(ctx, k.url)
 		if err != nil {
 			return false
 		}
-		now, _, err := f.resolve(ctx, k.url, k.revision, creds, false)
+		now, _, err := f.resolve(ctx, k.url, k.revision, creds, refresh)
 		if err != nil || now != commit {
 			return false
 		}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/engine"
+	"github.com/navarch-io/navarch/fleet/helm"
+	"github.com/navarch-io/navarch/fleet/helm/repo"
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/credentials"
@@ -180,15 +184,29 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	reader, err := gitrepo.New(gitrepo.Options{CacheDir: opts.GitCacheDir})
-	if err != nil {
-		return err
-	}
-	defer reader.Close()
 	creds, err := credentialStore(cfg, mgr, opts.SystemNamespace)
 	if err != nil {
 		return err
 	}
+	reader, err := gitrepo.New(gitrepo.Options{
+		CacheDir:         opts.GitCacheDir,
+		KnownHosts:       creds.KnownHosts,
+		KnownHostsSource: "ConfigMap " + credentials.KnownHostsConfigMap,
+	})
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
+	chartCache := ""
+	if opts.GitCacheDir != "" {
+		chartCache = filepath.Join(opts.GitCacheDir, "charts")
+	}
+	charts := repo.New(repo.Options{
+		CacheDir:    chartCache,
+		Credentials: creds.LookupChartRepository,
+		IndexTTL:    opts.GitPollInterval,
+	})
+	renderer := helm.New(helm.Options{Charts: charts})
 	enabled := func(name string) bool { return len(opts.Controllers) == 0 || slices.Contains(opts.Controllers, name) }
 	for _, name := range opts.Controllers {
 		if !slices.Contains([]string{"applicationset", "application", "cluster"}, name) {
@@ -198,6 +216,8 @@ func Run(ctx context.Context, opts Options) error {
 	fetcher := source.New(source.Options{
 		Git:          reader,
 		Credentials:  creds.Lookup,
+		Charts:       charts,
+		Helm:         renderer,
 		PollInterval: opts.GitPollInterval,
 	})
 	hooks := newWebhookReceiver(opts, enabled("application"), enabled("applicationset"))
@@ -256,6 +276,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // +kubebuilder:rbac:groups="",namespace=navarch-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=navarch-system,resources=configmaps,verbs=get;list;watch
 // The GitHub credentials of pullRequest and scmProvider generators (tokenRef, appSecretName)
 // are Secrets in each ApplicationSet's own namespace, read one by one, never listed.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -268,9 +289,14 @@ func credentialStore(cfg *rest.Config, mgr ctrl.Manager, namespace string) (*cre
 		Mapper:            mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
-			Label: labels.SelectorFromSet(labels.Set{credentials.LabelSecretType: credentials.SecretTypeRepository}),
-		}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {
+				Label: labels.SelectorFromSet(labels.Set{credentials.LabelSecretType: credentials.SecretTypeRepository}),
+			},
+			&corev1.ConfigMap{}: {
+				Field: fields.OneTermEqualSelector("metadata.name", credentials.KnownHostsConfigMap),
+			},
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create the repository credential cache: %w", err)

@@ -32,8 +32,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/navarch-io/navarch/fleet/helm/repo"
 	"github.com/navarch-io/navarch/internal/gitrepo"
 )
 
@@ -54,6 +56,21 @@ const (
 	// KeySSHPrivateKey is the private key, in OpenSSH or PEM format and without passphrase,
 	// that authenticates to SSH URLs.
 	KeySSHPrivateKey = "sshPrivateKey"
+	// KeyBearerToken authenticates to Helm repositories and OCI registries.
+	KeyBearerToken = "bearerToken"
+	// KeyTLSClientCertData and KeyTLSClientCertKey are a TLS client certificate and its key
+	// (PEM), and KeyCAData a CA bundle (PEM), for Helm repositories and OCI registries.
+	KeyTLSClientCertData = "tlsClientCertData"
+	KeyTLSClientCertKey  = "tlsClientCertKey"
+	KeyCAData            = "caData"
+	// KeyPlainHTTP "true" talks HTTP rather than HTTPS to an OCI registry.
+	KeyPlainHTTP = "plainHTTP"
+)
+
+// The SSH known hosts: a ConfigMap of the system namespace, in OpenSSH's known_hosts format.
+const (
+	KnownHostsConfigMap = "navarch-ssh-known-hosts"
+	KnownHostsKey       = "ssh_known_hosts"
 )
 
 // Store looks up repository credentials in Secrets.
@@ -70,17 +87,38 @@ type Store struct {
 // that carries user info (http(s)) or a password (SSH) is an error, and so is a Secret that
 // applies but holds the wrong kind of credentials for its URL.
 func (s *Store) Lookup(ctx context.Context, repoURL string) (*gitrepo.Credentials, error) {
-	repo, err := parse(repoURL)
-	if err != nil {
+	best, loc, err := s.find(ctx, repoURL)
+	if err != nil || best == nil {
 		return nil, err
 	}
+	key := best.Data[KeySSHPrivateKey]
+	if loc.scheme == schemeSSH {
+		if len(key) == 0 {
+			return nil, fmt.Errorf("repository credential Secret %s/%s: its %s is an SSH URL but it has no %s",
+				best.Namespace, best.Name, KeyURL, KeySSHPrivateKey)
+		}
+		return &gitrepo.Credentials{SSHPrivateKey: key}, nil
+	}
+	if len(key) > 0 && len(best.Data[KeyPassword]) == 0 {
+		return nil, fmt.Errorf("repository credential Secret %s/%s: an %s only authenticates to SSH URLs (ssh:// or user@host:path), "+
+			"and its %s is not one", best.Namespace, best.Name, KeySSHPrivateKey, KeyURL)
+	}
+	return &gitrepo.Credentials{Username: string(best.Data[KeyUsername]), Password: string(best.Data[KeyPassword])}, nil
+}
+
+// find returns the Secret that applies to repoURL, or nil, and the parsed repoURL.
+func (s *Store) find(ctx context.Context, repoURL string) (*corev1.Secret, location, error) {
+	repo, err := parse(repoURL)
+	if err != nil {
+		return nil, location{}, err
+	}
 	if repo.userinfo {
-		return nil, fmt.Errorf("%w: user info (user:password@) is not allowed in a repository URL; keep credentials in a Secret labelled %s=%s",
+		return nil, location{}, fmt.Errorf("%w: user info (user:password@) is not allowed in a repository URL; keep credentials in a Secret labelled %s=%s",
 			gitrepo.ErrInvalidURL, LabelSecretType, SecretTypeRepository)
 	}
 	var secrets corev1.SecretList
 	if err := s.Reader.List(ctx, &secrets, client.InNamespace(s.Namespace), client.MatchingLabels{LabelSecretType: SecretTypeRepository}); err != nil {
-		return nil, fmt.Errorf("list repository credentials in %s: %w", s.Namespace, err)
+		return nil, location{}, fmt.Errorf("list repository credentials in %s: %w", s.Namespace, err)
 	}
 	// Sorted by name, so that of two Secrets for the same URL the same one always wins.
 	sort.Slice(secrets.Items, func(i, j int) bool { return secrets.Items[i].Name < secrets.Items[j].Name })
@@ -96,22 +134,53 @@ func (s *Store) Lookup(ctx context.Context, repoURL string) (*gitrepo.Credential
 			best, bestLen = sec, n
 		}
 	}
-	if best == nil {
+	return best, repo, nil
+}
+
+// LookupChartRepository returns the credentials of the Secret that applies to the Helm
+// repository or OCI registry at repoURL, or nil when none does: HTTP basic (username and
+// password) or a bearer token, a TLS client certificate, a CA bundle, and for OCI plainHTTP.
+func (s *Store) LookupChartRepository(ctx context.Context, repoURL string) (*repo.Credentials, error) {
+	best, _, err := s.find(ctx, repoURL)
+	if err != nil || best == nil {
+		return nil, err
+	}
+	d := best.Data
+	if len(d[KeySSHPrivateKey]) > 0 && len(d[KeyPassword]) == 0 && len(d[KeyBearerToken]) == 0 {
+		return nil, fmt.Errorf("repository credential Secret %s/%s: an %s only authenticates to Git over SSH, not to a chart repository",
+			best.Namespace, best.Name, KeySSHPrivateKey)
+	}
+	if (len(d[KeyTLSClientCertData]) == 0) != (len(d[KeyTLSClientCertKey]) == 0) {
+		return nil, fmt.Errorf("repository credential Secret %s/%s: %s and %s go together",
+			best.Namespace, best.Name, KeyTLSClientCertData, KeyTLSClientCertKey)
+	}
+	plain := strings.TrimSpace(string(d[KeyPlainHTTP]))
+	if plain != "" && plain != "true" && plain != "false" {
+		return nil, fmt.Errorf("repository credential Secret %s/%s: %s must be true or false", best.Namespace, best.Name, KeyPlainHTTP)
+	}
+	return &repo.Credentials{
+		Username:    string(d[KeyUsername]),
+		Password:    string(d[KeyPassword]),
+		BearerToken: string(d[KeyBearerToken]),
+		CertData:    d[KeyTLSClientCertData],
+		KeyData:     d[KeyTLSClientCertKey],
+		CAData:      d[KeyCAData],
+		PlainHTTP:   plain == "true",
+	}, nil
+}
+
+// KnownHosts returns the SSH known hosts of the ConfigMap KnownHostsConfigMap in the
+// Store's namespace (key KnownHostsKey), or nothing when there is none.
+func (s *Store) KnownHosts(ctx context.Context) ([]byte, error) {
+	var cm corev1.ConfigMap
+	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: KnownHostsConfigMap}, &cm)
+	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
-	key := best.Data[KeySSHPrivateKey]
-	if repo.scheme == schemeSSH {
-		if len(key) == 0 {
-			return nil, fmt.Errorf("repository credential Secret %s/%s: its %s is an SSH URL but it has no %s",
-				best.Namespace, best.Name, KeyURL, KeySSHPrivateKey)
-		}
-		return &gitrepo.Credentials{SSHPrivateKey: key}, nil
+	if err != nil {
+		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", s.Namespace, KnownHostsConfigMap, err)
 	}
-	if len(key) > 0 && len(best.Data[KeyPassword]) == 0 {
-		return nil, fmt.Errorf("repository credential Secret %s/%s: an %s only authenticates to SSH URLs (ssh:// or user@host:path), "+
-			"and its %s is not one", best.Namespace, best.Name, KeySSHPrivateKey, KeyURL)
-	}
-	return &gitrepo.Credentials{Username: string(best.Data[KeyUsername]), Password: string(best.Data[KeyPassword])}, nil
+	return []byte(cm.Data[KnownHostsKey]), nil
 }
 
 // Applies reports whether credentials scoped to secretURL may be sent to repoURL.
@@ -161,7 +230,7 @@ func parse(raw string) (location, error) {
 		switch scheme {
 		case "http":
 			port = "80"
-		case "https":
+		case "https", "oci":
 			port = "443"
 		}
 	}

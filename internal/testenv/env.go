@@ -42,7 +42,7 @@ type Options struct {
 	// Workloads names the workload clusters to start (in workload mode) and register in the
 	// management cluster as Clusters.
 	Workloads []string
-	// Git starts a Git server.
+	// Git starts a Git server, serving over HTTP and over SSH.
 	Git bool
 }
 
@@ -133,7 +133,7 @@ func (e *Env) start(ctx context.Context, opts Options) error {
 		if e.gitRoot, err = os.MkdirTemp("", "navarch-testenv-git-"); err != nil {
 			return err
 		}
-		if e.Git, err = gitserver.Start(gitserver.Options{Root: e.gitRoot}); err != nil {
+		if e.Git, err = gitserver.Start(gitserver.Options{Root: e.gitRoot, SSHAddr: gitserver.DefaultAddr}); err != nil {
 			return fmt.Errorf("start git server: %w", err)
 		}
 	}

@@ -1,0 +1,41 @@
+package source
+
+import (
+	"slices"
+	"testing"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// A kustomization whose base is in another repository: the rendering is remembered while the
+// base stays, and a refresh that finds the base moved renders again.
+func TestRemoteBaseFollowsItsRepository(t *testing.T) {
+	fx := newFixture(t, Options{})
+	fx.push(t, map[string]string{"apps/web/kustomization.yaml": "resources: [configmap.yaml, service.yaml]\n"})
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"prod/kustomization.yaml": "resources:\n- " + fx.server.RepoURL(repoName) + "//apps/web?ref=main\nnamePrefix: prod-\n"})
+	if _, err := fx.server.CreateRepo("overlay", src); err != nil {
+		t.Fatal(err)
+	}
+	overlay := navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL("overlay"), Path: "prod", TargetRevision: "main"}
+
+	first := fx.fetch(t, overlay, "", false)
+	if got, want := summary(first.Objects), []string{"ConfigMap prod-web-config version=1", "Service prod-web"}; !slices.Equal(got, want) {
+		t.Fatalf("objects %q, want %q", got, want)
+	}
+	if again := fx.fetch(t, overlay, "", false); !sameObjects(again.Objects, first.Objects) {
+		t.Error("an unchanged overlay and base rendered again")
+	}
+
+	fx.push(t, map[string]string{"apps/web/configmap.yaml": configMap("2")})
+	if stale := fx.fetch(t, overlay, "", false); !sameObjects(stale.Objects, first.Objects) {
+		t.Error("the base was asked again before the poll interval without a refresh")
+	}
+	fresh := fx.fetch(t, overlay, "", true)
+	if got, want := summary(fresh.Objects), []string{"ConfigMap prod-web-config version=2", "Service prod-web"}; !slices.Equal(got, want) {
+		t.Errorf("after the base moved and a refresh: objects %q, want %q", got, want)
+	}
+	if fresh.Commit != first.Commit {
+		t.Errorf("the overlay's commit changed from %s to %s; only the base moved", first.Commit, fresh.Commit)
+	}
+}
