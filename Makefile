@@ -100,6 +100,7 @@ bench: k8s ## Run the performance benchmarks (budgets in bench/README.md); resul
 	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/ ./internal/scm/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./internal/controller/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/
+	go test -run='^$$' -bench=. -benchtime=3x -count=1 -timeout 60m ./fleet/source/
 
 .PHONY: demo
 demo: git k8s build ## Run the examples on a local fleet (three workload clusters and the controller) until every Application is Synced and Healthy.
