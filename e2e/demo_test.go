@@ -43,7 +43,7 @@ func TestDemoSyncsTheExamplesAndAGitChangeReachesEveryCluster(t *testing.T) {
 		t.Errorf("matrix header %q", got)
 	}
 	want := map[string]int{ // row → clusters it runs on
-		"apps:guestbook": 3, "apps:podinfo": 3, "platform": 1,
+		"apps:guestbook": 3, "apps:podinfo": 3, "platform": 1, "hello": 1,
 		"checkout-dev-1": 1, "checkout-staging-2": 1, "checkout-prod-3": 1,
 		"monitoring-crds-dev-1": 1, "monitoring-crds-staging-2": 1, "monitoring-crds-prod-3": 1,
 	}

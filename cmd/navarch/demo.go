@@ -24,17 +24,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/chartserver"
 	"github.com/navarch-io/navarch/internal/devfleet"
 	"github.com/navarch-io/navarch/internal/gitserver"
 	"github.com/navarch-io/navarch/internal/scheme"
 )
 
-// examplesPlaceholder is the repository URL the files in examples/ use, and
-// githubPlaceholder the GitHub API URL; the demo replaces them with the dev fleet's Git server
-// and GitHub-compatible server.
+// examplesPlaceholder is the repository URL the files in examples/ use, githubPlaceholder
+// the GitHub API URL and chartsPlaceholder the Helm repository URL; the demo replaces them
+// with the dev fleet's Git server, GitHub-compatible server and chart repository.
 const (
 	examplesPlaceholder = "https://git.example.com/navarch-examples.git"
 	githubPlaceholder   = "https://github.example.com/api/v3/"
+	chartsPlaceholder   = "https://charts.example.com/navarch-examples"
 )
 
 // githubTokenSecret is the Secret of the demo namespace holding the dev GitHub token.
@@ -42,7 +44,7 @@ const githubTokenSecret = "github-token"
 
 // placeholders replaces the examples' placeholder URLs with the dev fleet's.
 func placeholders(state *devfleet.State, repoURL string) *strings.Replacer {
-	return strings.NewReplacer(examplesPlaceholder, repoURL, githubPlaceholder, state.GitHub.APIURL)
+	return strings.NewReplacer(examplesPlaceholder, repoURL, githubPlaceholder, state.GitHub.APIURL, chartsPlaceholder, state.Charts.URL)
 }
 
 // demoNamespace holds the example ApplicationSets and Applications.
@@ -98,6 +100,11 @@ func runDemo(ctx context.Context, out io.Writer, stateDir, examples string) erro
 		return err
 	}
 	step("published %s to %s at %.8s", examples, repoURL, commit)
+	charts, err := publishCharts(ctx, examples, state)
+	if err != nil {
+		return err
+	}
+	step("published the charts %s to %s", strings.Join(charts, ", "), state.Charts.URL)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", state.Management.Kubeconfig)
 	if err != nil {
@@ -179,6 +186,30 @@ func publishExamples(examples string, state *devfleet.State) (url, commit string
 	}
 	commit, err = git.CreateRepo("examples", tmp)
 	return url, commit, err
+}
+
+// publishCharts packages every chart under the examples' charts/ directory and uploads it to
+// the fleet's Helm repository, replacing the same version. It returns "name version" of each.
+func publishCharts(ctx context.Context, examples string, state *devfleet.State) ([]string, error) {
+	if state.Charts.URL == "" {
+		return nil, errors.New("the dev fleet runs no Helm chart repository; run \"navarch dev down\" and start it again")
+	}
+	dirs, err := filepath.Glob(filepath.Join(examples, "charts", "*", "Chart.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var published []string
+	for _, file := range dirs {
+		c, err := chartserver.PackageDir(filepath.Dir(file))
+		if err != nil {
+			return nil, err
+		}
+		if err := chartserver.Upload(ctx, state.Charts.URL, c); err != nil {
+			return nil, err
+		}
+		published = append(published, c.Name+" "+c.Version)
+	}
+	return published, nil
 }
 
 // copyExamples copies the examples tree to dst with the placeholder URLs replaced.

@@ -80,6 +80,9 @@ func printHowToReach(out io.Writer, stateDir string, s *devfleet.State) {
 	if s.GitHub.URL != "" {
 		fmt.Fprintf(out, "GitHub-compatible server: api %s, token %q (navarch dev pr opens pull requests)\n", s.GitHub.APIURL, s.GitHub.Token)
 	}
+	if s.Charts.URL != "" {
+		fmt.Fprintf(out, "Helm chart repository: %s (upload a chart: curl --data-binary @chart.tgz %s/api/charts)\n", s.Charts.URL, s.Charts.URL)
+	}
 	if s.ControllerLog != "" {
 		fmt.Fprintf(out, "Controller log: %s\n", s.ControllerLog)
 	}
@@ -182,6 +185,9 @@ func printDevStatus(out io.Writer, stateDir string, s *devfleet.State) error {
 	fmt.Fprintf(w, "git\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), s.Git.URL, s.PID)
 	if s.GitHub.URL != "" {
 		fmt.Fprintf(w, "github\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), s.GitHub.APIURL, s.PID)
+	}
+	if s.Charts.URL != "" {
+		fmt.Fprintf(w, "charts\t\t\t%s\t%s\t%d\n", state([]int{s.PID}), s.Charts.URL, s.PID)
 	}
 	fmt.Fprintf(w, "cluster\t%s\t\t%s\t%s\t%s\n", s.Management.Name, state(s.Management.PIDs), s.Management.Server, joinPIDs(s.Management.PIDs))
 	for _, c := range s.Clusters {

@@ -60,6 +60,7 @@ func StartRepository(opts RepositoryOptions) (*Repository, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /index.yaml", r.serveIndex)
 	mux.HandleFunc("GET /"+chartsDir+"/{file}", r.serveArchive)
+	mux.HandleFunc("POST "+uploadPath, r.serveUpload)
 	const name = "chartserver repository"
 	srv, err := start(name, opts.Addr, opts.Auth, newLogger(name, opts.Log), mux)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/config/crd"
+	"github.com/navarch-io/navarch/internal/chartserver"
 	"github.com/navarch-io/navarch/internal/controller"
 	"github.com/navarch-io/navarch/internal/githubserver"
 	"github.com/navarch-io/navarch/internal/gitserver"
@@ -103,6 +104,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer func() { err = errors.Join(err, github.Close()) }()
 	state.GitHub = GitHubState{URL: github.URL(), APIURL: github.APIURL(), Token: GitHubToken}
 	say("GitHub-compatible server listening on %s (repository %s/%s)", github.URL(), GitHubOwner, ExamplesRepo)
+
+	charts, err := chartserver.StartRepository(chartserver.RepositoryOptions{})
+	if err != nil {
+		return fmt.Errorf("start the Helm chart repository: %w", err)
+	}
+	defer func() { err = errors.Join(err, charts.Close()) }()
+	state.Charts = ChartsState{URL: charts.URL()}
+	say("Helm chart repository listening on %s", charts.URL())
 
 	clusterOpts := []localcluster.Options{{
 		Name:   ManagementName,

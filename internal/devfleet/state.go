@@ -31,6 +31,8 @@ type State struct {
 	Git GitState `json:"git"`
 	// GitHub is the GitHub-compatible server.
 	GitHub GitHubState `json:"github"`
+	// Charts is the Helm chart repository.
+	Charts ChartsState `json:"charts"`
 	// ControllerLog is the log of the controller the supervisor runs, if it runs one.
 	ControllerLog string `json:"controllerLog,omitempty"`
 }
@@ -48,6 +50,12 @@ type ClusterState struct {
 type GitState struct {
 	URL  string `json:"url"`
 	Root string `json:"root"`
+}
+
+// ChartsState describes the Helm chart repository: charts are published to it by uploading
+// their archives (chartserver.Upload).
+type ChartsState struct {
+	URL string `json:"url"`
 }
 
 // GitHubState describes the GitHub-compatible server: its API URL, for a generator's
