@@ -196,18 +196,40 @@ spec:
 	}
 }
 
-// A chart directory in Git, with a vendored dependency, CRDs and a hook weight.
+// A chart directory in Git, with a vendored dependency and one fetched from a Helm repository;
+// and a kustomization that inflates a chart of that repository with helmCharts.
 func TestHelmChartFromGit(t *testing.T) {
 	ns := testenv.Namespace(t, mgmt)
 	target := ns + "-web"
+	charts := chartRepository(t)
+	if _, err := charts.AddChartFiles("lib", "1.2.0", map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lib}\ndata: {from: {{ .Chart.Name }}-{{ .Chart.Version }}}\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	addChart(t, charts, "1.0.0", webChart())
 	files := map[string]string{}
 	for k, v := range webChart() {
 		files["charts/web/"+k] = v
 	}
-	files["charts/web/Chart.yaml"] = "apiVersion: v2\nname: web\nversion: 2.0.0\ndependencies:\n- {name: extra, version: 0.1.0}\n"
+	files["charts/web/Chart.yaml"] = fmt.Sprintf(`apiVersion: v2
+name: web
+version: 2.0.0
+dependencies:
+- {name: extra, version: 0.1.0}
+- {name: lib, version: ^1.0.0, repository: %s}
+`, charts.URL())
 	files["charts/web/charts/extra/Chart.yaml"] = "apiVersion: v2\nname: extra\nversion: 0.1.0\n"
 	files["charts/web/charts/extra/templates/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {from: dependency}\n"
 	files["charts/web/values-east.yaml"] = "greeting: east\n"
+	files["inflate/kustomization.yaml"] = fmt.Sprintf(`helmCharts:
+- name: web
+  repo: %s
+  version: 1.0.0
+  releaseName: kweb
+  valuesInline: {greeting: from kustomize}
+commonLabels: {inflated: "yes"}
+`, charts.URL())
 	url := repo(t, files)
 	app := createApp(t, ns, fmt.Sprintf(`
 metadata: {name: web-git}
@@ -228,6 +250,26 @@ spec:
 	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
 	waitForConfigMap(t, target, "web-config", map[string]string{"greeting": "east", "chart": "2.0.0"})
 	waitForConfigMap(t, target, "extra", map[string]string{"from": "dependency"})
+	waitForConfigMap(t, target, "lib", map[string]string{"from": "lib-1.2.0"})
+
+	inflated := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: inflate}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: inflate}
+  destination: {name: east, namespace: %s-k}
+  syncPolicy:
+    automated: {}
+    syncOptions: [CreateNamespace=true]
+`, url, target))
+	waitForApp(t, inflated, "Synced and Healthy", syncedAndHealthy)
+	waitForConfigMap(t, target+"-k", "kweb-config", map[string]string{"greeting": "from kustomize", "chart": "1.0.0"})
+	var cm corev1.ConfigMap
+	if err := workloads["east"].Client.Get(context.Background(), client.ObjectKey{Namespace: target + "-k", Name: "kweb-config"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels["inflated"] != "yes" {
+		t.Errorf("labels %v: the kustomization's commonLabels did not apply to the chart's objects", cm.Labels)
+	}
 }
 
 // Bad input is a condition that names the source, and nothing is applied or pruned.
