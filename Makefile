@@ -68,8 +68,9 @@ k8s: ## Build the Kubernetes binaries into the cache (a no-op when the cache is 
 	@hack/k8s/build.sh >/dev/null
 
 .PHONY: git
-git: ## Install git (the test Git server runs git http-backend) when it is missing.
+git: ## Install git (the test Git server runs git http-backend) and the OpenSSH client (Git over SSH) when missing.
 	@command -v git >/dev/null 2>&1 || { echo "installing git"; apt-get update -qq && apt-get install -y -qq git; }
+	@command -v ssh >/dev/null 2>&1 || { echo "installing openssh-client"; apt-get update -qq && apt-get install -y -qq openssh-client; }
 
 ##@ Test
 
