@@ -33,7 +33,9 @@ func (r *Remote) Capabilities() (render.Capabilities, error) {
 	if c != nil && c.reset.Equal(reset) && time.Since(c.at) < capabilitiesTTL {
 		return c.Capabilities, nil
 	}
-	if c != nil && !c.reset.Equal(reset) {
+	if c != nil {
+		// The memory cache keeps what it discovered until invalidated: without this, an API
+		// that someone else installs (a CRD) would never be seen.
 		r.cached.Invalidate()
 	}
 	version, err := r.cached.ServerVersion()

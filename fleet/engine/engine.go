@@ -108,7 +108,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.comparisonFailed(app, err)
 		return res, nil
 	}
-	manifests, err := e.fetch(ctx, app, remote, nil, "", refresh)
+	manifests, err := e.fetch(ctx, app, remote, nil, nil, refresh)
 	if err != nil {
 		e.comparisonFailed(app, err)
 		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
@@ -206,18 +206,23 @@ func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application,
 	if op.Sync == nil {
 		op.Sync = &navarchv1.SyncOperation{}
 	}
-	rev := op.Sync.Revision
-	if len(op.Sync.Revisions) > 0 {
-		rev = source.JoinRevisions(op.Sync.Revisions)
-	}
-	if rev != "" || op.Sync.GetSources() != nil {
-		at, err := e.fetch(ctx, app, remote, op.Sync.GetSources(), rev, false)
+	if op.Sync.Revision != "" || len(op.Sync.Revisions) > 0 || op.Sync.GetSources() != nil {
+		sources := op.Sync.GetSources()
+		if sources == nil {
+			sources = app.Spec.GetSources()
+		}
+		revisions, err := requestedRevisions(op.Sync, len(sources))
+		if err == nil {
+			var at *source.Manifests
+			if at, err = e.fetch(ctx, app, remote, sources, revisions, false); err == nil {
+				commit = at.Commit
+			}
+		}
 		if err != nil {
 			e.startOperation(app, op, "")
-			e.finish(app, navarchv1.OperationFailed, fmt.Sprintf("operation.sync.revision %q: %v", rev, err))
+			e.finish(app, navarchv1.OperationFailed, err.Error())
 			return ""
 		}
-		commit = at.Commit
 	}
 	e.startOperation(app, op, commit)
 	return pause
@@ -351,6 +356,11 @@ func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operati
 	if op.Sync == nil {
 		op.Sync = &navarchv1.SyncOperation{}
 	}
+	if app.Spec.HasMultipleSources() && op.Sync.GetSources() == nil {
+		// The operation syncs the sources it started with, even if spec.sources changes
+		// while it runs: its revisions are theirs, by position.
+		op.Sync.Sources = slices.Clone(app.Spec.Sources)
+	}
 	state := &navarchv1.OperationState{
 		Operation:  op,
 		Phase:      navarchv1.OperationRunning,
@@ -365,18 +375,40 @@ func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operati
 // fetch renders the Application's sources (or those given, for an operation that names its
 // own) at revision ("" for their targetRevisions; several sources' revisions joined), as a
 // Helm release named after the Application in its destination namespace, on remote.
-func (e *Engine) fetch(ctx context.Context, app *navarchv1.Application, remote *cluster, sources []navarchv1.ApplicationSource, revision string, refresh bool) (*source.Manifests, error) {
+func (e *Engine) fetch(ctx context.Context, app *navarchv1.Application, remote *cluster, sources []navarchv1.ApplicationSource, revisions []string, refresh bool) (*source.Manifests, error) {
 	if sources == nil {
 		sources = app.Spec.GetSources()
 	}
 	return e.opts.Source.FetchSources(ctx, source.Request{
 		Sources:      sources,
-		Revisions:    source.SplitRevisions(revision, len(sources)),
+		Revisions:    revisions,
 		Refresh:      refresh,
 		ReleaseName:  app.Name,
 		Namespace:    app.Spec.Destination.Namespace,
 		Capabilities: remote.Capabilities,
 	})
+}
+
+// requestedRevisions are the revisions a sync operation asks for, one per source: its
+// revisions, or its revision (for several sources, the revisions joined by commas, as status
+// and history record them). Their number must match the sources'.
+func requestedRevisions(sync *navarchv1.SyncOperation, sources int) ([]string, error) {
+	switch {
+	case len(sync.Revisions) > 0:
+		if len(sync.Revisions) != sources {
+			return nil, fmt.Errorf("operation.sync.revisions: %d revisions for %d sources", len(sync.Revisions), sources)
+		}
+		return sync.Revisions, nil
+	case sync.Revision == "":
+		return nil, nil
+	case sources == 1:
+		return []string{sync.Revision}, nil
+	}
+	revisions := source.SplitRevisions(sync.Revision, sources)
+	if len(revisions) != sources {
+		return nil, fmt.Errorf("operation.sync.revision %q: the Application has %d sources; give one revision per source in operation.sync.revisions", sync.Revision, sources)
+	}
+	return revisions, nil
 }
 
 // revisionsOf is the revision of each source for status and history: nil for an

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +17,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/diff"
 	"github.com/navarch-io/navarch/fleet/health"
+	"github.com/navarch-io/navarch/fleet/source"
 )
 
 // crdWait is how soon an operation waiting for a CRD looks again without an event: the
@@ -133,8 +135,15 @@ func (op *operation) selectResources(ctx context.Context) (outcome, error) {
 	sync, revision := op.state.Operation.Sync, op.state.SyncResult.Revision
 	op.opts = op.e.syncOptions(op.app)
 	resources, hooks := op.cmp.resources, op.cmp.hooks
-	if revision != op.cmp.commit || sync.GetSources() != nil {
-		manifests, err := op.e.fetch(ctx, op.app, op.remote, sync.GetSources(), revision, false)
+	if sources := sync.GetSources(); revision != op.cmp.commit || (sources != nil && !equality.Semantic.DeepEqual(sources, op.app.Spec.GetSources())) {
+		if sources == nil {
+			sources = op.app.Spec.GetSources()
+		}
+		revisions := op.state.SyncResult.Revisions
+		if len(revisions) != len(sources) {
+			revisions = source.SplitRevisions(revision, len(sources)) // resolved revisions hold no commas
+		}
+		manifests, err := op.e.fetch(ctx, op.app, op.remote, sources, revisions, false)
 		if err != nil {
 			return failuref("fetch revision %s: %v", revision, err), nil
 		}

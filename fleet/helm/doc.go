@@ -63,5 +63,6 @@
 // the counts of one Renderer.
 //
 // The Helm library logs values through log/slog's default logger and the standard log
-// package; New silences both for the process.
+// package; a process that must not log them calls DiscardLibraryLogs once, as the controller
+// does.
 package helm

@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -60,16 +59,14 @@ type Renderer struct {
 
 var _ render.HelmRenderer = (*Renderer)(nil)
 
-// discardLibraryLogs silences the process's default slog logger, once.
-var discardLibraryLogs sync.Once
+// DiscardLibraryLogs routes log/slog's default logger, and with it the standard log package,
+// nowhere, for the whole process. The Helm library logs through them, and some of its messages
+// hold values, which may be secrets. A process that renders charts and logs through logr (the
+// controller) calls it once at start; it must then set ErrorLog on its http.Servers.
+func DiscardLibraryLogs() { slog.SetDefault(slog.New(slog.DiscardHandler)) }
 
 // New returns a Renderer.
-//
-// The Helm library logs through log/slog's default logger and the standard log package, and
-// some of its messages hold values, which may be secrets. navarch logs through logr, so New
-// routes both of them nowhere, for the whole process, the first time it is called.
 func New(opts Options) *Renderer {
-	discardLibraryLogs.Do(func() { slog.SetDefault(slog.New(slog.DiscardHandler)) })
 	r := &Renderer{charts: opts.Charts}
 	size := cmp.Or(opts.CachedRenders, DefaultCachedRenders)
 	if size > 0 {

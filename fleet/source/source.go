@@ -94,7 +94,8 @@ type rendering struct {
 	// is under the key that includes the release and the cluster's capabilities.
 	usedHelm bool
 	objects  []*unstructured.Unstructured
-	remotes  map[resolveKey]string // (repository, ref) → commit
+	remotes  map[resolveKey]string  // (repository, ref) → commit
+	charts   map[chartLookup]string // chart constraints resolved while rendering → version
 }
 
 // Manifests are the rendered objects of an Application's sources at their revisions.
@@ -204,6 +205,19 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		}
 		return fmt.Sprintf("sources[%d] (%s): ", i, gitrepo.RedactURL(req.Sources[i].RepoURL))
 	}
+	refOf := map[string]int{}
+	for i, src := range req.Sources {
+		if src.Ref == "" {
+			continue
+		}
+		if src.Chart != "" {
+			return nil, fmt.Errorf("%sref %q: only Git sources lend their files to value files; a chart source cannot have a ref", name(i), src.Ref)
+		}
+		if j, ok := refOf[src.Ref]; ok {
+			return nil, fmt.Errorf("%sref %q: sources[%d] has the same ref", name(i), src.Ref, j)
+		}
+		refOf[src.Ref] = i
+	}
 	nextPoll := f.pollInterval
 	all := make([]fetched, len(req.Sources))
 	refs := map[string]fs.FS{}
@@ -261,27 +275,29 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		m.Objects = r.objects
 		return m, nil
 	}
-	caps, capsErr := req.capabilities()
+	lookups := &chartLookups{refresh: req.Refresh}
+	ctx = context.WithValue(ctx, chartLookupsKey{}, lookups)
 	r := &rendering{}
 	var remotes sync.Map // resolveKey → commit
-	var recorder render.HelmRenderer
+	var recorder *helmRecorder
 	usedHelm := &helmUse{}
 	if f.helm != nil {
-		recorder = helmRecorder{f.helm, usedHelm, capsErr}
+		recorder = &helmRecorder{HelmRenderer: f.helm, used: usedHelm, capabilities: req.capabilities}
 	}
 	for i, s := range all {
 		if multi && s.src.Path == "" && s.src.Chart == "" && s.src.Ref != "" {
 			continue // files only
 		}
 		opts := render.Options{
-			Helm:         recorder,
-			ReleaseName:  req.ReleaseName,
-			Namespace:    req.Namespace,
-			Capabilities: caps,
-			Refs:         refs,
+			ReleaseName: req.ReleaseName,
+			Namespace:   req.Namespace,
+			Refs:        refs,
 			Remote: func(ctx context.Context, repoURL, ref string) (fs.FS, error) {
 				return f.remote(ctx, repoURL, ref, req.Refresh, &remotes)
 			},
+		}
+		if recorder != nil {
+			opts.Helm = recorder
 		}
 		var objs []*unstructured.Unstructured
 		if s.src.Chart != "" {
@@ -312,9 +328,11 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		r.remotes[k.(resolveKey)] = v.(string)
 		return true
 	})
+	r.charts = lookups.seen
 	if usedHelm.Load() {
 		// Helm's output depends on the release and the cluster: remember it under a key
 		// that says which, and that this rendering needs one.
+		caps, _ := recorder.caps()
 		helmKey, err := renderKey(all, req, &caps)
 		if err != nil {
 			return nil, err
@@ -350,7 +368,7 @@ func (f *Fetcher) cached(ctx context.Context, key string, all []fetched, req Req
 		}
 		r = v.(*rendering)
 	}
-	if !f.remotesUnchanged(ctx, r.remotes, req.Refresh) {
+	if !f.remotesUnchanged(ctx, r.remotes, req.Refresh) || !f.chartsUnchanged(ctx, r.charts, req.Refresh) {
 		return nil
 	}
 	return r
@@ -359,19 +377,31 @@ func (f *Fetcher) cached(ctx context.Context, key string, all []fetched, req Req
 // helmUse records whether a rendering ran Helm.
 type helmUse = atomic.Bool
 
-// helmRecorder is a HelmRenderer that records its use, and fails when the cluster's
-// capabilities, which Helm templates see, could not be discovered.
+// helmRecorder is a HelmRenderer that records its use and gives charts the destination
+// cluster's capabilities, discovered on first use: sources that are no charts never ask the
+// cluster. It fails when they cannot be discovered.
 type helmRecorder struct {
 	render.HelmRenderer
-	used    *helmUse
-	capsErr error
+	used         *helmUse
+	capabilities func() (render.Capabilities, error)
+
+	once    sync.Once
+	value   render.Capabilities
+	discErr error
 }
 
-func (h helmRecorder) RenderChart(ctx context.Context, req render.HelmRequest) ([]*unstructured.Unstructured, error) {
+func (h *helmRecorder) caps() (render.Capabilities, error) {
+	h.once.Do(func() { h.value, h.discErr = h.capabilities() })
+	return h.value, h.discErr
+}
+
+func (h *helmRecorder) RenderChart(ctx context.Context, req render.HelmRequest) ([]*unstructured.Unstructured, error) {
 	h.used.Store(true)
-	if h.capsErr != nil {
-		return nil, fmt.Errorf("the destination cluster's version and APIs, which Helm charts see: %w", h.capsErr)
+	caps, err := h.caps()
+	if err != nil {
+		return nil, fmt.Errorf("the destination cluster's version and APIs, which Helm charts see: %w", err)
 	}
+	req.Capabilities = caps
 	return h.HelmRenderer.RenderChart(ctx, req)
 }
 

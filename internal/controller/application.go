@@ -29,6 +29,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/engine"
+	fleetsource "github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/destination"
 )
 
@@ -246,7 +247,7 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 			who = after.Operation.InitiatedBy.Username
 		}
 		log.Info("Operation started", "initiatedBy", who)
-		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %.8s started by %s", after.SyncResult.Revision, who))
+		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %s started by %s", fleetsource.ShortRevision(after.SyncResult.Revision), who))
 	}
 	if !started && after.RetryCount > before.RetryCount {
 		next := ""
@@ -261,7 +262,7 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 	}
 	if after.Phase == navarchv1.OperationSucceeded {
 		log.Info("Operation succeeded", "message", after.Message)
-		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %.8s: %s", after.SyncResult.Revision, after.Message))
+		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), after.Message))
 	} else {
 		log.Info("Operation ended", "phase", after.Phase, "reason", after.Message, "retries", after.RetryCount)
 		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), after.Message)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/generators"
 	"github.com/navarch-io/navarch/internal/scm"
 )
@@ -40,17 +42,18 @@ func commitStatusSpecs(set *navarchv1.ApplicationSet) map[string]*navarchv1.Pull
 // Synced and Healthy at the pull request's head commit, failure when its sync failed or it is
 // Degraded, pending otherwise.
 func previewState(app *navarchv1.Application, sha string) (state, description string) {
-	short := sha
-	if len(short) > 8 {
-		short = short[:8]
-	}
+	short := source.ShortRevision(sha)
 	st := app.Status
 	op := st.OperationState
+	// With several sources, the preview is at the commit when one of its sources is.
+	at := func(revision string, revisions []string) bool {
+		return revision == sha || slices.Contains(revisions, sha)
+	}
 	switch {
 	case op != nil && (op.Phase == navarchv1.OperationFailed || op.Phase == navarchv1.OperationError) &&
-		op.SyncResult != nil && op.SyncResult.Revision == sha:
+		op.SyncResult != nil && at(op.SyncResult.Revision, op.SyncResult.Revisions):
 		return "failure", oneLine("Sync failed at " + short + ": " + op.Message)
-	case st.Sync.Revision != sha:
+	case !at(st.Sync.Revision, st.Sync.Revisions):
 		return "pending", "Waiting for " + short + " to be synced"
 	case st.Health.Status == navarchv1.HealthDegraded:
 		return "failure", oneLine("Degraded at " + short + ": " + st.Health.Message)

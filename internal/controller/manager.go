@@ -206,7 +206,9 @@ func Run(ctx context.Context, opts Options) error {
 		Credentials: creds.LookupChartRepository,
 		IndexTTL:    opts.GitPollInterval,
 	})
-	renderer := helm.New(helm.Options{Charts: charts})
+	// Helm's library logs values (which may be secrets) through the process's default loggers.
+	helm.DiscardLibraryLogs()
+	renderer := helm.New(helm.Options{Charts: source.RecordChartLookups(charts)})
 	enabled := func(name string) bool { return len(opts.Controllers) == 0 || slices.Contains(opts.Controllers, name) }
 	for _, name := range opts.Controllers {
 		if !slices.Contains([]string{"applicationset", "application", "cluster"}, name) {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	fleetsource "github.com/navarch-io/navarch/fleet/source"
 )
 
 // A RollingSync rollout, run by the ApplicationSet controller in each pass after the
@@ -325,7 +326,7 @@ func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus
 	case app.Operation != nil:
 		return set(navarchv1.RolloutPending, "sync requested")
 	case atTarget && st.Health.Status == navarchv1.HealthHealthy:
-		return set(navarchv1.RolloutHealthy, "Synced and Healthy at "+short(s.TargetRevision))
+		return set(navarchv1.RolloutHealthy, "Synced and Healthy at "+fleetsource.ShortRevision(s.TargetRevision))
 	case atTarget && st.Health.Status == navarchv1.HealthDegraded:
 		return set(navarchv1.RolloutFailed, "Degraded: "+oneLine(st.Health.Message))
 	case requested && startedSinceRequest && (op.Phase == navarchv1.OperationFailed || op.Phase == navarchv1.OperationError):
@@ -339,7 +340,7 @@ func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus
 		// anything; the next comparison shows its result. Syncing again now would sync the
 		// commit twice (and, were it never to compare as Synced, forever).
 		return set(navarchv1.RolloutProgressing, fmt.Sprintf("synced %s, compared as %s: waits for a comparison showing it Synced",
-			short(s.TargetRevision), orUnknown(string(st.Sync.Status))))
+			fleetsource.ShortRevision(s.TargetRevision), orUnknown(string(st.Sync.Status))))
 	case prev.Status == navarchv1.RolloutPending && prev.TargetRevision == s.TargetRevision && !startedSinceRequest:
 		// The request may not be in the cache yet, or the sync not begun: wait for a sign of
 		// it, and ask again if none comes.
@@ -349,14 +350,7 @@ func (p *rolloutPass) observe(m *member, prev navarchv1.RolloutApplicationStatus
 		}
 		return set(navarchv1.RolloutWaiting, "the requested sync did not start within "+pendingTimeout.String()+": requesting it again")
 	}
-	return set(navarchv1.RolloutWaiting, fmt.Sprintf("%s at %s: waits for its step", orUnknown(string(st.Sync.Status)), short(s.TargetRevision)))
-}
-
-func short(rev string) string {
-	if len(rev) > 8 {
-		return rev[:8]
-	}
-	return rev
+	return set(navarchv1.RolloutWaiting, fmt.Sprintf("%s at %s: waits for its step", orUnknown(string(st.Sync.Status)), fleetsource.ShortRevision(s.TargetRevision)))
 }
 
 // wake asks for another pass within d.
@@ -560,7 +554,7 @@ func (p *rolloutPass) runStep(ctx context.Context, i int, paused bool) (done, ha
 		}
 		if o := p.behind(i, m); o != nil {
 			m.state.Message = fmt.Sprintf("at %s, which %s (step %d) does not compare against yet: waits for the earlier steps to have it",
-				short(m.state.TargetRevision), o.name, o.step+1)
+				fleetsource.ShortRevision(m.state.TargetRevision), o.name, o.step+1)
 			continue
 		}
 		if err := p.startSync(ctx, m); err != nil {
@@ -721,7 +715,7 @@ func (p *rolloutPass) unmatched() string {
 func (p *rolloutPass) revisionList() string {
 	var revs []string
 	for _, m := range p.members {
-		if r := short(m.state.TargetRevision); r != "" && !slices.Contains(revs, r) {
+		if r := fleetsource.ShortRevision(m.state.TargetRevision); r != "" && !slices.Contains(revs, r) {
 			revs = append(revs, r)
 		}
 	}

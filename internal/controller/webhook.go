@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -149,6 +150,9 @@ func (w *webhookReceiver) setup(mgr ctrl.Manager, cfg *rest.Config, fetcher forg
 			Addr: w.opts.WebhookAddr, Handler: mux,
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+			// The standard logger is silenced (helm.DiscardLibraryLogs): connection errors go
+			// to the controller's log.
+			ErrorLog: slog.NewLogLogger(logr.ToSlogHandler(w.opts.Logger.WithName("webhook-server")), slog.LevelError),
 		},
 		ShutdownTimeout: &shutdown,
 	}); err != nil {

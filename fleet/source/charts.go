@@ -1,0 +1,77 @@
+package source
+
+import (
+	"context"
+	"sync"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/navarch-io/navarch/fleet/helm"
+)
+
+// ChartRepositories resolve and fetch charts of Helm repositories and OCI registries
+// (fleet/helm/repo's Client).
+type ChartRepositories interface {
+	Charts
+	helm.ChartFetcher
+}
+
+// RecordChartLookups wraps the chart fetcher of the Helm renderer that a Fetcher uses, so that
+// the Fetcher learns which versions a rendering resolved from constraints: chart dependencies
+// without Chart.lock, kustomize helmCharts with a version range. A remembered rendering is then
+// used only while those constraints still resolve to the same versions, as it is for remote
+// kustomize bases; a newly published matching version renders again at the next poll.
+func RecordChartLookups(c ChartRepositories) helm.ChartFetcher { return chartRecorder{c} }
+
+type chartRecorder struct{ c ChartRepositories }
+
+// chartLookup is a constraint resolved during a rendering.
+type chartLookup struct{ repoURL, chart, constraint string }
+
+// chartLookups are the constraints one rendering resolved, and the versions they gave.
+type chartLookups struct {
+	refresh bool
+	mu      sync.Mutex
+	seen    map[chartLookup]string
+}
+
+type chartLookupsKey struct{}
+
+func (r chartRecorder) FetchChart(ctx context.Context, repoURL, name, version string, passCredentials bool) ([]byte, string, error) {
+	rec, _ := ctx.Value(chartLookupsKey{}).(*chartLookups)
+	if rec != nil && !exactVersion(version) {
+		exact, err := r.c.Resolve(ctx, repoURL, name, version, rec.refresh)
+		if err != nil {
+			return nil, "", err
+		}
+		rec.mu.Lock()
+		if rec.seen == nil {
+			rec.seen = map[chartLookup]string{}
+		}
+		rec.seen[chartLookup{repoURL, name, version}] = exact
+		rec.mu.Unlock()
+		version = exact
+	}
+	return r.c.FetchChart(ctx, repoURL, name, version, passCredentials)
+}
+
+// exactVersion reports whether version names one version rather than a range.
+func exactVersion(version string) bool {
+	_, err := semver.StrictNewVersion(version)
+	return err == nil
+}
+
+// chartsUnchanged reports whether every constraint a rendering resolved still gives the
+// version it gave; with refresh, the repositories are asked.
+func (f *Fetcher) chartsUnchanged(ctx context.Context, lookups map[chartLookup]string, refresh bool) bool {
+	for l, version := range lookups {
+		if f.charts == nil {
+			return false
+		}
+		now, err := f.charts.Resolve(ctx, l.repoURL, l.chart, l.constraint, refresh)
+		if err != nil || now != version {
+			return false
+		}
+	}
+	return true
+}
