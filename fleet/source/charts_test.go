@@ -10,6 +10,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/helm"
 	"github.com/navarch-io/navarch/fleet/helm/repo"
+	"github.com/navarch-io/navarch/internal/gitserver"
 )
 
 // A chart in Git whose dependency is a version range (no Chart.lock) follows the repository:
@@ -72,5 +73,26 @@ func TestRefsAreCheckedBeforeFetching(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FetchSources = %v, want an error saying %q", err, tc.want)
 		}
+	}
+}
+
+// A refresh that finds the revision gone (or the repository unreadable) is not hidden by the
+// next Fetch answering from the resolution before it: that one asks Git again.
+func TestAFailedLookupIsNotAnsweredFromTheOlderResolution(t *testing.T) {
+	fx := newFixture(t, Options{})
+	src := fx.source()
+	fx.fetch(t, src, "", false)
+	dir, err := fx.server.RepoDir(repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitserver.Git(dir, "update-ref", "-d", "refs/heads/main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.fetcher.Fetch(context.Background(), src, "", true); err == nil {
+		t.Fatal("a refresh of a deleted branch succeeded")
+	}
+	if m, err := fx.fetcher.Fetch(context.Background(), src, "", false); err == nil {
+		t.Errorf("the Fetch after the failed refresh answered commit %s from the older resolution", m.Commit)
 	}
 }

@@ -453,6 +453,14 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 	v, err, _ := f.lookups.Do(url+"\x00"+revision, func() (any, error) {
 		commit, err := f.git.Resolve(ctx, url, revision, creds)
 		if err != nil {
+			// The next Fetch asks again rather than answering from the older resolution: a
+			// refresh that found the repository unreadable (credentials revoked) is not
+			// hidden by the pass after it.
+			f.mu.Lock()
+			if cur, ok := f.resolved[key]; ok && !cur.forgotten && !cur.at.After(now) {
+				f.resolved[key] = resolution{at: now, forgotten: true}
+			}
+			f.mu.Unlock()
 			return "", err
 		}
 		f.mu.Lock()

@@ -37,6 +37,18 @@ func (ic *indexCache) get(key string) *cachedIndex {
 	return ic.entries[key]
 }
 
+// expire makes the cached index of key stale, so that the next lookup asks the repository
+// again (conditionally, with the copy's validators) instead of answering from the copy.
+func (ic *indexCache) expire(key string) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if e := ic.entries[key]; e != nil {
+		stale := *e
+		stale.fetched = time.Time{}
+		ic.entries[key] = &stale
+	}
+}
+
 func (ic *indexCache) set(key string, e *cachedIndex) {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
@@ -56,6 +68,9 @@ func (c *Client) index(ctx context.Context, r *repository, refresh bool) (*helmr
 		return c.fetchIndex(ctx, r)
 	})
 	if err != nil {
+		// A failed fetch (a refresh after the credentials broke) must not be hidden by the
+		// next lookup answering from the older copy.
+		c.indexes.expire(r.key)
 		return nil, err
 	}
 	return e.index, nil

@@ -34,6 +34,13 @@ func (tc *tagCache) get(key string) *cachedTags {
 	return tc.entries[key]
 }
 
+// drop forgets the tags of key, so that the next lookup asks the registry again.
+func (tc *tagCache) drop(key string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	delete(tc.entries, key)
+}
+
 func (tc *tagCache) set(key string, e *cachedTags) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
@@ -83,6 +90,9 @@ func (c *Client) chartTags(ctx context.Context, r *repository, chart string, ref
 		return e, nil
 	})
 	if err != nil {
+		// A failed fetch (a refresh after the credentials broke) must not be hidden by the
+		// next lookup answering from the older list.
+		c.tags.drop(key)
 		return nil, err
 	}
 	return e.tags, nil
