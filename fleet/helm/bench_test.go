@@ -8,61 +8,12 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/render"
+	"github.com/navarch-io/navarch/internal/chartserver"
 )
 
 // chart40 is a chart of 40 templates, each a Deployment and a Service using shared helpers.
 func chart40() fstest.MapFS {
-	files := map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: bench\nversion: 1.0.0\n",
-		"values.yaml": "image: nginx\ntag: \"1.27\"\nreplicas: 1\nport: 8080\nlabels:\n  team: platform\nresources:\n  limits:\n    cpu: 500m\n    memory: 256Mi\n",
-		"templates/_helpers.tpl": `{{- define "bench.labels" -}}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-{{- range $k, $v := .Values.labels }}
-{{ $k }}: {{ $v | quote }}
-{{- end }}
-{{- end -}}
-`,
-	}
-	for i := range 40 {
-		files[fmt.Sprintf("templates/app-%02d.yaml", i)] = fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-%[1]d
-  labels:
-    {{- include "bench.labels" . | nindent 4 }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels:
-      app: {{ .Release.Name }}-%[1]d
-  template:
-    metadata:
-      labels:
-        app: {{ .Release.Name }}-%[1]d
-    spec:
-      containers:
-        - name: app
-          image: "{{ .Values.image }}:{{ .Values.tag }}"
-          ports:
-            - containerPort: {{ .Values.port }}
-          resources:
-            {{- toYaml .Values.resources | nindent 12 }}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: {{ .Release.Name }}-%[1]d
-  labels:
-    {{- include "bench.labels" . | nindent 4 }}
-spec:
-  selector:
-    app: {{ .Release.Name }}-%[1]d
-  ports:
-    - port: {{ .Values.port }}
-`, i)
-	}
-	return addFiles(fstest.MapFS{}, "chart", files)
+	return addFiles(fstest.MapFS{}, "chart", chartserver.WideChart("bench", "1.0.0", 40))
 }
 
 // BenchmarkRender40Templates renders a chart of 40 templates (80 objects) with 100 different
