@@ -145,8 +145,11 @@ func TestDevUpStartsAFleetThatDevDownRemoves(t *testing.T) {
 
 	// status lists every component as running, also as JSON.
 	status := navarch(t, append([]string{"dev", "status"}, sd...)...)
-	if strings.Count(status, "Running") != 6 { // supervisor, git, github, management, 2 workload clusters
-		t.Errorf("dev status does not show 6 running components:\n%s", status)
+	if strings.Count(status, "Running") != 7 { // supervisor, git, github, charts, management, 2 workload clusters
+		t.Errorf("dev status does not show 7 running components:\n%s", status)
+	}
+	if fleetState, _ := devfleet.ReadState(stateDir); fleetState == nil || fleetState.Charts.URL == "" || !strings.Contains(status, fleetState.Charts.URL) {
+		t.Errorf("dev status does not show the Helm chart repository:\n%s", status)
 	}
 	var fromJSON devfleet.State
 	if err := json.Unmarshal([]byte(navarch(t, append([]string{"dev", "status", "-o", "json"}, sd...)...)), &fromJSON); err != nil {
