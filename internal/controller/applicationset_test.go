@@ -591,11 +591,14 @@ func TestADeletedApplicationIsRecreated(t *testing.T) {
 	applyAppSet(t, ns, listAppSet("a", "b"))
 	apps := waitForApps(t, ns, "a,b")
 	a := apps["a"]
-	// Without the fleet controller, the resources finalizer would hold the deletion: remove it.
-	testenv.Update(t, env.Client, &a, func(app *navarchv1.Application) { app.Finalizers = nil })
+	// Without the fleet controller, the resources finalizer would hold the deletion: remove it,
+	// after the deletion has started. Removed before, a pass in between would put it back (the
+	// finalizer is the ApplicationSet's to manage); once the deletion has started, nobody can
+	// add one.
 	if err := env.Client.Delete(context.Background(), &a); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Update(t, env.Client, &a, func(app *navarchv1.Application) { app.Finalizers = nil })
 	testenv.Eventually(t, "a is recreated with a new identity", func() string {
 		got, ok := listApps(t, ns)["a"]
 		if !ok || got.UID == a.UID {
