@@ -238,11 +238,7 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 			all[i].revision = version
 			continue
 		}
-		creds, err := f.credentials(ctx, src.RepoURL)
-		if err != nil {
-			return nil, fmt.Errorf("%s%w", name(i), err)
-		}
-		commit, poll, err := f.resolve(ctx, src.RepoURL, revision, creds, req.Refresh)
+		commit, poll, creds, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
 		if err != nil {
 			return nil, fmt.Errorf("%s%w", name(i), err)
 		}
@@ -408,11 +404,7 @@ func (h *helmRecorder) RenderChart(ctx context.Context, req render.HelmRequest) 
 // remote is render.Options.Remote: the snapshot of a remote kustomize base, resolved through
 // the same cache as sources, and recorded in seen.
 func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool, seen *sync.Map) (fs.FS, error) {
-	creds, err := f.credentials(ctx, repoURL)
-	if err != nil {
-		return nil, err
-	}
-	commit, _, err := f.resolve(ctx, repoURL, ref, creds, refresh)
+	commit, _, creds, err := f.lookup(ctx, repoURL, ref, refresh)
 	if err != nil {
 		return nil, err
 	}
@@ -428,16 +420,23 @@ func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool,
 // commit it read; with refresh, Git is asked.
 func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]string, refresh bool) bool {
 	for k, commit := range remotes {
-		creds, err := f.credentials(ctx, k.url)
-		if err != nil {
-			return false
-		}
-		now, _, err := f.resolve(ctx, k.url, k.revision, creds, refresh)
+		now, _, _, err := f.lookup(ctx, k.url, k.revision, refresh)
 		if err != nil || now != commit {
 			return false
 		}
 	}
 	return true
+}
+
+// lookup resolves revision of the repository at url with its credentials, which it returns
+// for the snapshot that usually follows.
+func (f *Fetcher) lookup(ctx context.Context, url, revision string, refresh bool) (string, time.Duration, *gitrepo.Credentials, error) {
+	creds, err := f.credentials(ctx, url)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	commit, poll, err := f.resolve(ctx, url, revision, creds, refresh)
+	return commit, poll, creds, err
 }
 
 func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitrepo.Credentials, refresh bool) (string, time.Duration, error) {
