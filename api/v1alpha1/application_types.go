@@ -49,6 +49,12 @@ type ApplicationList struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.source) != has(self.sources)",message="exactly one of source and sources must be set"
 type ApplicationSpec struct {
+	// project is the Project that says what this Application may deploy and where. Empty
+	// means "default", the Project that allows everything.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Project string `json:"project,omitempty"`
+
 	// source is where the manifests come from: a directory of a Git repository, or a Helm
 	// chart. Exactly one of source and sources is set.
 	// +optional

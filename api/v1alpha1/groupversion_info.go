@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ApplicationSet{}, &ApplicationSetList{},
 		&Application{}, &ApplicationList{},
 		&Cluster{}, &ClusterList{},
+		&Project{}, &ProjectList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
