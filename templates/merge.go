@@ -15,7 +15,7 @@ import (
 // syncOptions, ...) are taken whole from the override when it sets them; the override's spec is
 // partial and is merged the same way, field by field. As in Argo CD, a zero value in the
 // override (false, 0, "") cannot clear a value of base, and unknown spec fields (such as Argo
-// CD's `project`) are ignored.
+// CD's `info`) are ignored.
 //
 // A nil override returns a copy of base. Errors are *FieldError whose Field ("template.spec")
 // is relative to the generator.

@@ -65,6 +65,7 @@ func TestMerge(t *testing.T) {
 				"syncPolicy": {"syncOptions": ["ServerSideApply=true"], "automated": {"selfHeal": true}}
 			}`)}},
 			want: func(w *navarchv1.ApplicationSetTemplate) {
+				w.Spec.Project = "default"
 				w.Spec.Source.Path = "overlays/{{path}}"
 				w.Spec.Source.Kustomize = &navarchv1.ApplicationSourceKustomize{NamePrefix: "c-"}
 				w.Spec.Destination.Namespace = "canary"

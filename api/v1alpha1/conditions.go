@@ -52,6 +52,14 @@ const (
 	// resources yet, e.g. because its cluster does not answer; the Application keeps its
 	// finalizer and finishes deleting once it can.
 	ApplicationDeletionError = "DeletionError"
+	// ApplicationInvalidSpecError is True when the Application's Project refuses it: the
+	// Project does not exist or is invalid, or does not allow the Application's namespace,
+	// sources or destination. Nothing is rendered or synced meanwhile.
+	ApplicationInvalidSpecError = "InvalidSpecError"
+	// ApplicationSyncBlocked is True while a sync window of the Application's Project stops
+	// its automated syncs (or the syncs a rollout asks for); the message names the window and
+	// says when it changes.
+	ApplicationSyncBlocked = "SyncBlocked"
 )
 
 // Application condition reasons set outside a sync operation.
@@ -59,6 +67,18 @@ const (
 	// ReasonClusterUnavailable: the destination cluster is not registered, not connected yet,
 	// or does not answer.
 	ReasonClusterUnavailable = "ClusterUnavailable"
+	// ReasonProjectNotFound (InvalidSpecError True, Ready False): spec.project names no
+	// Project, or an invalid one.
+	ReasonProjectNotFound = "ProjectNotFound"
+	// ReasonNotPermitted (InvalidSpecError True, Ready False): the Project does not allow the
+	// Application's namespace, a source or the destination.
+	ReasonNotPermitted = "NotPermitted"
+	// ReasonSyncWindow (SyncBlocked True): a sync window stops syncs.
+	ReasonSyncWindow = "SyncWindow"
+	// ReasonTakeoverRefused (SharedResourceWarning True): another Application renders an
+	// object this one tracks, and the Projects do not let it take the object over; or this
+	// Application renders an object another one tracks.
+	ReasonTakeoverRefused = "TakeoverRefused"
 )
 
 // Application condition reasons set by the sync engine. Ready is derived from the others, the

@@ -41,6 +41,7 @@ type resource struct {
 	sharedWith       string    // the other Application tracking the live object
 	hook             *hookSpec // set for hooks
 	compareError     string    // why the comparison failed, for the ComparisonError condition
+	forbidden        error     // the Project does not allow creating or changing the object
 }
 
 func (r *resource) key() string {
@@ -95,6 +96,7 @@ type comparison struct {
 	health    navarchv1.HealthStatus
 	errors    []string // comparison problems for the ComparisonError condition
 	shared    []string // objects tracked by another Application
+	pol       *policy  // what the Application's Project allows
 }
 
 // dryRunCache remembers, per object, the outcome of the last server-side dry run, keyed by
@@ -288,6 +290,9 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 		}
 		if r.sharedWith != "" {
 			c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), r.sharedWith))
+			if r.forbidden == nil {
+				r.forbidden = e.takeover(ctx, app, r)
+			}
 		}
 	}
 	err := e.inventory(ctx, app, remote, opts, func(r *resource) {

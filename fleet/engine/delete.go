@@ -24,6 +24,7 @@ import (
 // server says is gone counts as gone even while the watch cache, which may lag after the
 // cluster was unreachable, still shows it.
 func (e *Engine) Delete(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote) (remaining int, err error) {
+	e.Forget(types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
 	return e.deleteResources(ctx, app, clusterOf(dest))
 }
 

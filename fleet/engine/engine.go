@@ -4,9 +4,10 @@
 //
 // A sync operation is a plan of tasks — apply each desired object, wave by wave in kind
 // order, then prune what left Git — that the engine advances pass by pass. A pass runs a short
-// list of steps (gate retry, select, plan, terminate, SyncFail hooks, create namespace,
-// validate, dry run, run groups, finish), each ending in a typed outcome: proceed to the next
-// step, wait (for a watch event, or for a timer), fail the attempt, or end the operation.
+// list of steps (gate retry, select, plan, terminate, SyncFail hooks, project, create
+// namespace, validate, dry run, run groups, finish), each ending in a typed outcome: proceed to
+// the next step, wait (for a watch event, or for a timer), fail the attempt, or end the
+// operation.
 // Everything the operation has done is recorded in status.operationState, so each Reconcile
 // continues where the last one stopped: after a wait, or after a controller restart.
 //
@@ -21,6 +22,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,11 +30,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/diff"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/project"
 )
 
 // Options configure an Engine.
@@ -44,13 +48,16 @@ type Options struct {
 	SelfHealBackoff time.Duration
 	// Now returns the current time; tests may replace it.
 	Now func() time.Time
+	// Projects says what each Application's Project allows; nil allows everything.
+	Projects Projects
 }
 
 // Engine reconciles Applications. It is safe for concurrent use by the workers of every
 // cluster; it keeps only caches.
 type Engine struct {
-	opts    Options
-	dryRuns dryRunCache
+	opts      Options
+	dryRuns   dryRunCache
+	takeovers takeovers
 }
 
 // New returns an Engine.
@@ -103,6 +110,15 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	st.ReconciledAt = &now
 	res := Result{}
 
+	pol, err := e.policyOf(ctx, app, remote)
+	if err != nil {
+		if !project.IsRefusal(err) {
+			return res, err
+		}
+		e.refuse(app, err, &res)
+		return res, nil
+	}
+	removeCondition(app, navarchv1.ApplicationInvalidSpecError)
 	ig, err := diff.CompileIgnore(app.Spec.IgnoreDifferences)
 	if err != nil {
 		e.comparisonFailed(app, err)
@@ -120,30 +136,53 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.comparisonFailed(app, err)
 		return res, nil
 	}
+	pol.police(app, desired, hooks)
 	cmp := e.compare(ctx, app, remote, desired, ig, opts)
-	cmp.commit, cmp.revisions, cmp.hooks = manifests.Commit, revisionsOf(app, nil, manifests.Commit), hooks
+	cmp.commit, cmp.revisions, cmp.hooks, cmp.pol = manifests.Commit, revisionsOf(app, nil, manifests.Commit), hooks, pol
+	e.recordTakeovers(app, cmp, dest.Enqueue)
 	e.recordComparison(app, cmp)
 
-	// Start an operation: asked for, or automated.
+	// Start an operation: asked for, or automated, as the sync windows allow.
+	gate := pol.gate(app, e.opts.Now())
+	windowWait := false
 	started := false
-	if app.Operation != nil {
+	switch {
+	case app.Operation != nil && initiatedByApplicationSet(app.Operation) && !gate.Automated:
+		// A rollout's sync waits for the window, its request kept.
+		windowWait = true
+	case app.Operation != nil:
 		res.ClearOperation = true
 		if st.OperationState == nil || st.OperationState.Phase != navarchv1.OperationRunning {
 			started = true
-			if pause := e.startRequested(ctx, app, remote, manifests.Commit); pause != "" {
+			if !gate.Manual {
+				// Recorded at no commit: a refused request does not count as a sync of this
+				// commit, which automated sync then starts once the window allows.
+				e.startOperation(app, *app.Operation, "")
+				e.finish(app, navarchv1.OperationFailed, "sync refused: "+gate.Reason+"; no window that stops it has manualSync")
+				break
+			}
+			if pause := e.startRequested(ctx, app, remote, pol, manifests.Commit); pause != "" {
 				res.Annotations = map[string]string{navarchv1.AnnotationAutomatedSyncPaused: pause}
 			}
 		}
-	} else {
+	default:
 		e.supersede(app, cmp)
-		if op, wait := e.automatedOperation(app, cmp, manifests.Objects); op != nil {
+		op, wait := e.automatedOperation(app, cmp, manifests.Objects)
+		switch {
+		case op != nil && !gate.Automated:
+			windowWait = true
+		case op != nil:
 			e.startOperation(app, *op, manifests.Commit)
 			// Without hooks, an automated operation that a crash loses before its start is
 			// recorded is simply started again: applying and pruning are idempotent.
 			started = len(hooks) > 0
-		} else if wait > 0 {
+		case wait > 0:
 			res.RequeueAfter = min(res.RequeueAfter, wait)
 		}
+	}
+	blocked(app, gate, windowWait)
+	if d := e.untilChange(gate); windowWait && d > 0 {
+		res.RequeueAfter = min(res.RequeueAfter, d)
 	}
 
 	switch state := st.OperationState; {
@@ -185,7 +224,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 // startRequested starts the operation of app.operation: a sync (of spec.source at the
 // compared commit, or of an explicit revision or source), or a rollback to a history entry.
 // For a rollback it returns the value of the annotation that pauses automated sync.
-func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application, remote *cluster, commit string) (pause string) {
+func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application, remote *cluster, pol *policy, commit string) (pause string) {
 	op := *app.Operation
 	if rb := op.Rollback; rb != nil {
 		i := slices.IndexFunc(app.Status.History, func(h navarchv1.RevisionHistory) bool { return h.ID == rb.ID })
@@ -212,6 +251,9 @@ func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application,
 			sources = app.Spec.GetSources()
 		}
 		revisions, err := requestedRevisions(op.Sync, len(sources))
+		if err == nil {
+			err = pol.checkSources(app, sources)
+		}
 		if err == nil {
 			var at *source.Manifests
 			if at, err = e.fetch(ctx, app, remote, sources, revisions, false); err == nil {
@@ -284,9 +326,18 @@ func (e *Engine) recordComparison(app *navarchv1.Application, c *comparison) {
 	} else {
 		removeCondition(app, navarchv1.ApplicationComparisonError)
 	}
-	if len(c.shared) > 0 {
+	refused := e.takeovers.of(types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
+	for _, r := range c.resources {
+		if te := (*takeoverError)(nil); errors.As(r.forbidden, &te) {
+			refused = append(refused, te.Error())
+		}
+	}
+	switch {
+	case len(refused) > 0:
+		setCondition(app, navarchv1.ApplicationSharedResourceWarning, metav1.ConditionTrue, navarchv1.ReasonTakeoverRefused, truncate(strings.Join(slices.Concat(refused, c.shared), "; "), 2048))
+	case len(c.shared) > 0:
 		setCondition(app, navarchv1.ApplicationSharedResourceWarning, metav1.ConditionTrue, navarchv1.ReasonSharedResource, truncate(strings.Join(c.shared, "; "), 2048))
-	} else {
+	default:
 		removeCondition(app, navarchv1.ApplicationSharedResourceWarning)
 	}
 	setReady(app)

@@ -57,6 +57,7 @@ func (op *operation) steps() []step {
 		{"plan", op.planTasks},
 		{"terminate", op.terminateIfAsked},
 		{"SyncFail hooks", op.runSyncFail},
+		{"project", op.checkProject},
 		{"create namespace", op.createNamespace},
 		{"validate", op.validate},
 		{"dry run", op.endDryRun},
@@ -151,6 +152,7 @@ func (op *operation) selectResources(ctx context.Context) (outcome, error) {
 		if err != nil {
 			return failure(err.Error()), nil
 		}
+		op.cmp.pol.police(op.app, desired, h)
 		resources, hooks = op.e.compare(ctx, op.app, op.remote, desired, op.cmp.ignore, op.opts).resources, h
 	}
 	for _, r := range resources {
@@ -205,6 +207,10 @@ func (op *operation) runSyncFail(ctx context.Context) (outcome, error) {
 		return proceed(), nil
 	}
 	for _, t := range op.plan.syncFail {
+		if t.res.forbidden != nil {
+			msg += fmt.Sprintf("; SyncFail hook not run: %v", t.res.forbidden)
+			continue
+		}
 		phase, hookMsg, err := op.e.advanceHook(ctx, op.app, op.remote, t)
 		if err != nil {
 			return outcome{}, err
@@ -224,6 +230,28 @@ func (op *operation) runSyncFail(ctx context.Context) (outcome, error) {
 	}
 	op.e.finish(op.app, navarchv1.OperationFailed, msg)
 	return operationEnded(), nil
+}
+
+// checkProject fails the attempt, before anything (even the namespace) is created, when the
+// Project does not allow an object or a hook of the plan.
+func (op *operation) checkProject(context.Context) (outcome, error) {
+	var problems []string
+	for _, t := range op.plan.all {
+		switch {
+		case t.prune || t.res.forbidden == nil || op.done(t):
+		case t.isHook():
+			problems = append(problems, fmt.Sprintf("%s hook %v", t.phase, t.res.forbidden))
+		default:
+			problems = append(problems, t.res.forbidden.Error())
+		}
+	}
+	if len(problems) == 0 {
+		return proceed(), nil
+	}
+	if changedCluster(op.state) {
+		return failure("stopped before applying the rest: " + strings.Join(problems, "; ")), nil
+	}
+	return failure("nothing was applied: " + strings.Join(problems, "; ")), nil
 }
 
 // createNamespace creates the destination namespace with CreateNamespace=true, before the

@@ -7,6 +7,7 @@ package appset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/generators"
 	"github.com/navarch-io/navarch/internal/destination"
+	"github.com/navarch-io/navarch/internal/project"
 	"github.com/navarch-io/navarch/templates"
 )
 
@@ -57,7 +59,18 @@ type Option func(*limits)
 type limits struct {
 	renderTime  time.Duration
 	renderBytes int64
+	projects    Projects
 }
+
+// Projects returns Projects by name, compiled. The error is a refusal (project.IsRefusal: the
+// Project does not exist or is invalid) or a failure to read.
+type Projects interface {
+	Project(ctx context.Context, name string) (*project.Policy, error)
+}
+
+// WithProjects checks each generated Application against its Project (which needs
+// Inputs.Clusters): one that its Project refuses becomes a Problem.
+func WithProjects(p Projects) Option { return func(l *limits) { l.projects = p } }
 
 // WithRenderTime sets how long rendering may take in one pass (DefaultRenderTime); 0 means
 // no limit.
@@ -125,7 +138,7 @@ func Expand(ctx context.Context, set *navarchv1.ApplicationSet, in generators.In
 	}
 	out.dropDuplicates()
 	if in.Clusters != nil {
-		if err := out.checkDestinations(ctx, in.Clusters); err != nil {
+		if err := out.checkDestinations(ctx, in.Clusters, l.projects); err != nil {
 			return nil, err
 		}
 	}
@@ -181,16 +194,24 @@ func (e *Expansion) dropDuplicates() {
 	e.Applications = kept
 }
 
-// checkDestinations moves Applications whose destination names no registered Cluster to
-// Problems.
-func (e *Expansion) checkDestinations(ctx context.Context, lister generators.ClusterLister) error {
+// checkDestinations moves to Problems the Applications whose destination names no registered
+// Cluster and, with projects, those their Project refuses. It fails only when a Project
+// cannot be read.
+func (e *Expansion) checkDestinations(ctx context.Context, lister generators.ClusterLister, projects Projects) error {
 	clusters, err := lister.ListClusters(ctx)
 	if err != nil {
 		return fmt.Errorf("list clusters: %w", err)
 	}
 	kept := e.Applications[:0]
 	for _, app := range e.Applications {
-		if _, err := destination.Resolve(app.Spec.Destination, clusters); err != nil {
+		name, err := destination.Resolve(app.Spec.Destination, clusters)
+		if err == nil && projects != nil {
+			err = checkProject(ctx, projects, app, name, clusters)
+			if err != nil && !project.IsRefusal(err) {
+				return err
+			}
+		}
+		if err != nil {
 			e.Problems = append(e.Problems, Problem{Name: app.Name, Err: err})
 			continue
 		}
@@ -198,4 +219,18 @@ func (e *Expansion) checkDestinations(ctx context.Context, lister generators.Clu
 	}
 	e.Applications = kept
 	return nil
+}
+
+// checkProject asks app's Project whether app may be written: its namespace, sources and
+// destination, the cluster named cluster.
+func checkProject(ctx context.Context, projects Projects, app *navarchv1.Application, cluster string, clusters []navarchv1.Cluster) error {
+	pol, err := projects.Project(ctx, project.NameOf(&app.Spec))
+	if err != nil {
+		return err
+	}
+	dest := project.ManagementCluster
+	if i := slices.IndexFunc(clusters, func(c navarchv1.Cluster) bool { return c.Name == cluster }); i >= 0 {
+		dest = project.DestinationOf(&clusters[i])
+	}
+	return pol.CheckApplication(app.Namespace, &app.Spec, dest)
 }

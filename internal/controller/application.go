@@ -31,6 +31,7 @@ import (
 	"github.com/navarch-io/navarch/fleet/engine"
 	fleetsource "github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/destination"
+	"github.com/navarch-io/navarch/internal/project"
 )
 
 // +kubebuilder:rbac:groups=navarch.io,resources=applications/status,verbs=get;update;patch
@@ -62,6 +63,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.written.forget(req.NamespacedName)
+			r.Engine.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -325,6 +327,7 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, sources ...so
 		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
+		Watches(&navarchv1.Project{}, r.projectHandler()).
 		WatchesRawSource(source.Channel(r.connected, r.clusterHandler()))
 	for _, src := range sources {
 		b = b.WatchesRawSource(src)
@@ -386,6 +389,25 @@ func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
 			enqueue(ctx, c, q)
 		},
 	}
+}
+
+// projectHandler requeues the Applications of a Project that was created, changed or deleted,
+// so that what it allows now applies at once.
+func (r *ApplicationReconciler) projectHandler() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var apps navarchv1.ApplicationList
+		if err := r.Client.List(ctx, &apps); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List Applications for a Project event")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range apps.Items {
+			if project.NameOf(&apps.Items[i].Spec) == o.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&apps.Items[i])})
+			}
+		}
+		return reqs
+	})
 }
 
 func (r *ApplicationReconciler) initConnected() { r.connected = make(chan event.GenericEvent, 1024) }

@@ -55,6 +55,8 @@ const maxStatusApplications = 500
 // ApplicationSetReconciler turns ApplicationSets into Applications and keeps them in line.
 type ApplicationSetReconciler struct {
 	Client client.Client
+	// Projects checks each generated Application against its Project; optional.
+	Projects appset.Projects
 	// Git reads repositories for git generators.
 	Git generators.GitReader
 	// WriteConcurrency bounds the Application writes of one pass.
@@ -111,7 +113,11 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		in.PullRequests, in.SCMProviders = github, github
 	}
-	exp, genErr := appset.Expand(ctx, set, in)
+	var opts []appset.Option
+	if r.Projects != nil {
+		opts = append(opts, appset.WithProjects(r.Projects))
+	}
+	exp, genErr := appset.Expand(ctx, set, in, opts...)
 	requeue := r.rateLimits(set, github, genErr)
 	if genErr != nil {
 		reason := navarchv1.ReasonGeneratorError

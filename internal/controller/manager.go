@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
 	"github.com/navarch-io/navarch/fleet/engine"
 	"github.com/navarch-io/navarch/fleet/helm"
@@ -149,7 +150,13 @@ func Run(ctx context.Context, opts Options) error {
 	cfg := rest.CopyConfig(opts.Config)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
-	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	cacheOpts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// Projects live in the controller's namespace only.
+		ByObject: map[client.Object]cache.ByObject{
+			&navarchv1.Project{}: {Namespaces: map[string]cache.Config{opts.SystemNamespace: {}}},
+		},
+	}
 	if len(opts.Namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
@@ -223,9 +230,14 @@ func Run(ctx context.Context, opts Options) error {
 		PollInterval: opts.GitPollInterval,
 	})
 	hooks := newWebhookReceiver(opts, enabled("application"), enabled("applicationset"))
+	projs := &projects{client: mgr.GetClient(), namespace: opts.SystemNamespace}
+	if err := ensureDefaultProject(ctx, mgr.GetClient(), opts.SystemNamespace); err != nil {
+		// Not fatal: Applications of the default Project say that it is missing.
+		opts.Logger.Error(err, "The default Project could not be created")
+	}
 	apps := &ApplicationReconciler{
 		Client: mgr.GetClient(),
-		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff}),
+		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff, Projects: projs}),
 		Events: mgr.GetEventRecorder("navarch"),
 	}
 	apps.Clusters = clustercache.New(ctx, clustercache.Options{
@@ -261,6 +273,7 @@ func Run(ctx context.Context, opts Options) error {
 		}})
 		if err := (&ApplicationSetReconciler{
 			Client:           mgr.GetClient(),
+			Projects:         projs,
 			Git:              appset.GitReader(reader, creds.Lookup),
 			GitHub:           github,
 			Events:           mgr.GetEventRecorder("navarch"),

@@ -46,7 +46,8 @@ func (r *ApplicationSetReconciler) SetupWithManager(mgr ctrl.Manager, concurrenc
 		For(&navarchv1.ApplicationSet{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&navarchv1.Application{}, builder.WithPredicates(applicationChanged())).
-		Watches(&navarchv1.Cluster{}, r.clusterHandler())
+		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
+		Watches(&navarchv1.Project{}, r.projectHandler())
 	for _, src := range sources {
 		b = b.WatchesRawSource(src)
 	}
@@ -197,4 +198,22 @@ func operationPhase(app *navarchv1.Application) navarchv1.OperationPhase {
 		return ""
 	}
 	return app.Status.OperationState.Phase
+}
+
+// projectHandler requeues every ApplicationSet when a Project is created, changed or
+// deleted: templates may compute spec.project, so which ApplicationSets a Project concerns is
+// known only by rendering them. Projects change rarely.
+func (r *ApplicationSetReconciler) projectHandler() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var sets navarchv1.ApplicationSetList
+		if err := r.Client.List(ctx, &sets); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List ApplicationSets for a Project event")
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(sets.Items))
+		for i := range sets.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+		}
+		return reqs
+	})
 }
