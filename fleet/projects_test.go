@@ -183,7 +183,7 @@ spec:
 `, ns, url))
 	got := waitForApp(t, system, "refused by its Project", hasCondition(navarchv1.ApplicationInvalidSpecError,
 		"spec.destination: the Project "+ns+" does not allow namespace kube-system on cluster east"))
-	if c := condition(got, navarchv1.ConditionReady); c == nil || c.Reason != navarchv1.ReasonNotPermitted && c.Status != "False" {
+	if c := condition(got, navarchv1.ConditionReady); c == nil || c.Reason != navarchv1.ReasonNotPermitted || c.Status != "False" {
 		t.Errorf("Ready: %+v", c)
 	}
 	if len(got.Status.Resources) > 0 || got.Status.OperationState != nil {

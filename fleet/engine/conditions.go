@@ -33,6 +33,9 @@ func setReady(app *navarchv1.Application) {
 		setCondition(app, navarchv1.ConditionReady, status, reason, message)
 	}
 	switch {
+	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationInvalidSpecError):
+		c := meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationInvalidSpecError)
+		ready(metav1.ConditionFalse, c.Reason, c.Message)
 	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationComparisonError):
 		ready(metav1.ConditionFalse, navarchv1.ReasonComparisonFailed, meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationComparisonError).Message)
 	case meta.IsStatusConditionTrue(st.Conditions, navarchv1.ApplicationSyncError) && !running &&
