@@ -962,7 +962,7 @@ func (e *cliEnv) testImport(t *testing.T) {
 		cl, user = cfg.Contexts[name].Cluster, cfg.Contexts[name].AuthInfo
 	}
 	// The Argo CD objects a team keeps in Git, with a declarative cluster Secret for this
-	// very cluster (its server and client certificate), and a project navarch has no use for.
+	// very cluster (its server and client certificate), and the project they belong to.
 	argo := strings.NewReplacer(
 		"SERVER", e.cluster.Server(),
 		"CA", b64(cfg.Clusters[cl].CertificateAuthorityData),
@@ -985,8 +985,14 @@ stringData:
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
-metadata: {name: default, namespace: argocd}
-spec: {sourceRepos: ['*'], destinations: [{namespace: '*', server: '*'}]}
+metadata: {name: guestbook, namespace: argocd}
+spec:
+  sourceRepos: ['https://github.com/argoproj/*']
+  destinations: [{name: imported-local, namespace: guestbook}, {server: '*', namespace: guestbook}]
+  clusterResourceWhitelist: [{group: '', kind: Namespace}]
+  sourceNamespaces: [imported]
+  syncWindows: [{kind: deny, schedule: '0 22 * * 5', duration: 60h, namespaces: ['*'], timeZone: Europe/Berlin}]
+  roles: [{name: ci, policies: ['p, proj:guestbook:ci, applications, sync, guestbook/*, allow']}]
 ---
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -995,7 +1001,7 @@ metadata:
   namespace: argocd
   finalizers: [resources-finalizer.argocd.argoproj.io]
 spec:
-  project: default
+  project: guestbook
   source: {repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: HEAD, path: guestbook}
   destination: {name: imported-local, namespace: guestbook}
   syncPolicy:
@@ -1011,7 +1017,7 @@ spec:
   template:
     metadata: {name: 'guestbook-{{name}}'}
     spec:
-      project: default
+      project: guestbook
       source: {repoURL: 'https://github.com/argoproj/argocd-example-apps.git', targetRevision: HEAD, path: guestbook}
       destination: {server: '{{server}}', namespace: guestbook}
 `)
@@ -1021,13 +1027,16 @@ spec:
 	}
 	e.createNamespace(t, "imported")
 	r := runCLI(t, "import", "-f", file, "-n", "imported")
-	if r.code != 1 {
-		t.Errorf("import with an AppProject: exit %d, want 1\nstderr:\n%s", r.code, r.stderr)
+	if r.code != 0 {
+		t.Errorf("import: exit %d, want 0\nstderr:\n%s", r.code, r.stderr)
 	}
 	cliAssertContains(t, "import stderr", r.stderr,
-		"error: AppProject argocd/default ("+file+" document 2): navarch has no AppProjects",
-		"warning: Application argocd/guestbook ("+file+" document 3): spec.project: dropped",
+		`warning: AppProject argocd/guestbook (`+file+` document 2): spec.roles: dropped: navarch has no project roles`,
+		`warning: AppProject argocd/guestbook (`+file+` document 2): metadata.namespace: "argocd" becomes "navarch-system"`,
 		`warning: ApplicationSet argocd/guestbooks (`+file+` document 4): metadata.namespace: "argocd" becomes "imported" (--namespace)`)
+	if strings.Contains(r.stderr, "spec.project") || strings.Contains(r.stderr, "error:") {
+		t.Errorf("import stderr mentions spec.project or an error; the project is kept as it is:\n%s", r.stderr)
+	}
 
 	// What import printed, kubectl apply would create: the API server accepts every object.
 	objs, err := decodeObjects(r.stdout)
@@ -1041,8 +1050,21 @@ spec:
 			t.Errorf("the API server rejects the imported %s: %v", kinds[len(kinds)-1], err)
 		}
 	}
-	if want := []string{"Secret imported-local-kubeconfig", "Cluster imported-local", "Application guestbook", "ApplicationSet guestbooks"}; !slices.Equal(kinds, want) {
+	if want := []string{"Secret imported-local-kubeconfig", "Cluster imported-local", "Project guestbook", "Application guestbook", "ApplicationSet guestbooks"}; !slices.Equal(kinds, want) {
 		t.Errorf("import printed %v, want %v", kinds, want)
+	}
+	// The Project keeps what the AppProject allowed, in navarch's namespace; the Application
+	// still names it.
+	var proj navarchv1.Project
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "navarch-system", Name: "guestbook"}, &proj); err != nil {
+		t.Fatalf("the imported Project is not in navarch-system: %v", err)
+	}
+	if s := proj.Spec; len(s.Destinations) != 2 || s.Destinations[0].Name != "imported-local" || s.SourceRepos[0] != "https://github.com/argoproj/*" ||
+		s.SourceNamespaces[0] != "imported" || len(s.SyncWindows) != 1 || s.SyncWindows[0].TimeZone != "Europe/Berlin" {
+		t.Errorf("imported Project spec %+v", s)
+	}
+	if app := e.getApp(t, "imported", "guestbook"); app.Spec.Project != "guestbook" {
+		t.Errorf("imported Application names project %q, want guestbook", app.Spec.Project)
 	}
 	// The Cluster's kubeconfig reaches the cluster the Argo CD Secret described.
 	var secret corev1.Secret

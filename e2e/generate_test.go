@@ -178,9 +178,14 @@ func TestGeneratePreviewsTheSeedGuideAppSetFromARealGitServer(t *testing.T) {
 			t.Errorf("%s: namespace %q labels %v, want namespace argocd and label %s=all-apps", name, app.Namespace, app.Labels, navarchv1.LabelApplicationSet)
 		}
 	}
-	// `project: default` has no meaning in navarch: it is dropped, and the user is told.
-	if !strings.Contains(r.stderr, "warning: all-apps: spec.template.spec.project") {
-		t.Errorf("stderr lacks the warning about spec.template.spec.project:\n%s", r.stderr)
+	// `project: default` means in navarch what it means in Argo CD: it is kept, without a word.
+	for _, app := range apps {
+		if app.Spec.Project != "default" {
+			t.Errorf("%s: project %q, want default", app.Name, app.Spec.Project)
+		}
+	}
+	if strings.Contains(r.stderr, "spec.template.spec.project") {
+		t.Errorf("stderr mentions spec.template.spec.project, which is kept as it is:\n%s", r.stderr)
 	}
 
 	// A new app directory is pushed; the next preview picks it up from the server.
@@ -359,7 +364,7 @@ func dig(v any, keys ...string) any {
 func TestGenerateRefusesWhatItCannotHonour(t *testing.T) {
 	dir := t.TempDir()
 
-	t.Run("an Argo CD SCM provider and project navarch does not support", func(t *testing.T) {
+	t.Run("an Argo CD SCM provider navarch does not support, next to a project it keeps", func(t *testing.T) {
 		file := writeFile(t, dir, "scm.yaml", `apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: { name: every-repo, namespace: argocd }
@@ -378,13 +383,11 @@ spec:
 		if r.code != 1 {
 			t.Errorf("exit code %d, want 1\nstderr:\n%s", r.code, r.stderr)
 		}
-		for _, want := range []string{
-			"spec.generators[0].scmProvider.gitlab: the gitlab SCM provider is not supported; only github is",
-			"spec.template.spec.project: AppProjects are not supported",
-		} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-			}
+		if want := "spec.generators[0].scmProvider.gitlab: the gitlab SCM provider is not supported; only github is"; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+		if strings.Contains(r.stderr, "spec.template.spec.project") {
+			t.Errorf("stderr mentions spec.template.spec.project, which navarch keeps:\n%s", r.stderr)
 		}
 		if strings.TrimSpace(r.stdout) != "" {
 			t.Errorf("nothing should be printed for an ApplicationSet that cannot be read, got:\n%s", r.stdout)
@@ -393,8 +396,8 @@ spec:
 
 	t.Run("a generator's template override with fields navarch cannot honour", func(t *testing.T) {
 		// The override's spec is free-form in the CRD, so it needs the same field-by-field check
-		// as the main template: a project other than default, multiple sources or a typo there
-		// must not be silently ignored.
+		// as the main template: a typo there must not be silently ignored, while a project is
+		// kept as in the main template.
 		file := writeFile(t, dir, "override.yaml", `apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: { name: payments, namespace: argocd }
@@ -418,13 +421,11 @@ spec:
 		if r.code != 1 {
 			t.Errorf("exit code %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
-		for _, want := range []string{
-			"spec.generators[0].list.template.spec.project: AppProjects are not supported",
-			"spec.generators[0].list.template.spec.source.pth: unknown field",
-		} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-			}
+		if want := "spec.generators[0].list.template.spec.source.pth: unknown field"; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+		if strings.Contains(r.stderr, "template.spec.project") {
+			t.Errorf("stderr mentions the override's project, which navarch keeps:\n%s", r.stderr)
 		}
 	})
 
@@ -799,5 +800,240 @@ func assertRows(t *testing.T, what, out string, want [][]string) {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("%s: row %d is %q, want %q\n%s", what, i, got[i], want[i], out)
 		}
+	}
+}
+
+// matrixValuesAppSet is the ApplicationSet of issue 16: a clusters child after a git child
+// whose values use the git child's path and the cluster's own name, with missingkey=error.
+const matrixValuesAppSet = `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: apps-per-cluster, namespace: argocd }
+spec:
+  goTemplate: true
+  goTemplateOptions: ["missingkey=error"]
+  generators:
+    - matrix:
+        generators:
+          - git:
+              repoURL: https://git.example.com/org/deploy.git
+              revision: main
+              directories: [{ path: "apps/*" }]
+          - clusters:
+              selector: { matchLabels: { env: prod } }
+              values: { app: '{{ .path.basename }}', target: '{{ .name }}' }
+  template:
+    metadata:
+      name: '{{ .values.app }}-{{ .values.target }}'
+      annotations: { target: '{{ .values.target }}' }
+    spec:
+      project: default
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: '{{ .path.path }}' }
+      destination: { name: '{{ .name }}', namespace: '{{ .values.app }}' }
+`
+
+// An Argo CD ApplicationSet whose later matrix child templates its values with both children's
+// parameters previews as it runs in Argo CD 3.5, instead of failing on "map has no entry".
+func TestGenerateMatrixValuesUseTheEarlierChildsAndTheirOwnParameters(t *testing.T) {
+	dir := t.TempDir()
+	deploy := filepath.Join(dir, "deploy")
+	for _, app := range []string{"api", "web"} {
+		writeFile(t, deploy, "apps/"+app+"/kustomization.yaml", kustomization)
+	}
+	clusters := writeFile(t, dir, "clusters.yaml", threeClusters)
+	file := writeFile(t, dir, "appset.yaml", matrixValuesAppSet)
+	r := mustGenerate(t, "-f", file, "--clusters", clusters, "--repo-override", "https://git.example.com/org/deploy.git="+deploy, "-o", "json")
+	apps := decodeApplicationsJSON(t, r.stdout)
+	if got, want := appNames(apps), []string{"api-prod-eu", "api-prod-us", "web-prod-eu", "web-prod-us"}; !slices.Equal(got, want) {
+		t.Fatalf("generated Applications %v, want %v\nstderr:\n%s", got, want, r.stderr)
+	}
+	for _, app := range apps {
+		if d := app.Spec.Destination; d.Name != app.Annotations["target"] || !strings.HasPrefix(app.Name, d.Namespace+"-") {
+			t.Errorf("%s: destination %+v, annotation target %q: values.target is not the cluster or values.app not the directory",
+				app.Name, d, app.Annotations["target"])
+		}
+	}
+}
+
+// projectAppSet prints the clusters generator's project parameter in both template modes.
+const projectAppSetFast = `apiVersion: navarch.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: per-cluster }
+spec:
+  generators:
+    - clusters: { selector: { matchLabels: { env: dev } } }
+  template:
+    metadata: { name: 'mon-{{name}}', annotations: { project: 'p-{{project}}' } }
+    spec:
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: monitoring }
+      destination: { name: '{{name}}', namespace: monitoring }
+`
+
+const projectAppSetGo = `apiVersion: navarch.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: per-cluster }
+spec:
+  goTemplate: true
+  goTemplateOptions: ["missingkey=error"]
+  generators:
+    - clusters: { selector: { matchLabels: { env: dev } } }
+  template:
+    metadata: { name: 'mon-{{ .name }}', annotations: { project: 'p-{{ .project }}' } }
+    spec:
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: monitoring }
+      destination: { name: '{{ .name }}', namespace: monitoring }
+`
+
+// Templates written for Argo CD may use the cluster's project; a Cluster has none, so it is
+// empty, in both modes and under missingkey=error.
+func TestGenerateClustersParametersIncludeAnEmptyProject(t *testing.T) {
+	dir := t.TempDir()
+	clusters := writeFile(t, dir, "clusters.yaml", threeClusters)
+	for _, tc := range []struct{ mode, doc string }{{"fasttemplate", projectAppSetFast}, {"goTemplate", projectAppSetGo}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			file := writeFile(t, dir, tc.mode+".yaml", tc.doc)
+			r := mustGenerate(t, "-f", file, "--clusters", clusters, "-o", "json")
+			apps := decodeApplicationsJSON(t, r.stdout)
+			if len(apps) != 1 || apps[0].Name != "mon-dev-1" {
+				t.Fatalf("generated %v, want mon-dev-1\nstderr:\n%s", appNames(apps), r.stderr)
+			}
+			if got := apps[0].Annotations["project"]; got != "p-" {
+				t.Errorf("annotation project=%q, want %q: {{project}} is the empty string", got, "p-")
+			}
+		})
+	}
+}
+
+// secretTypeAppSets are two Argo CD ApplicationSets selecting "every cluster" the way Argo
+// CD's documentation does, at the top level and inside a matrix.
+const secretTypeAppSets = `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: everywhere, namespace: argocd }
+spec:
+  generators:
+    - clusters:
+        selector: { matchLabels: { argocd.argoproj.io/secret-type: cluster } }
+  template:
+    metadata: { name: 'guestbook-{{name}}' }
+    spec:
+      project: default
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: guestbook }
+      destination: { name: '{{name}}', namespace: guestbook }
+---
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: web-in-prod, namespace: argocd }
+spec:
+  generators:
+    - matrix:
+        generators:
+          - list: { elements: [{ app: web }] }
+          - clusters:
+              selector:
+                matchLabels: { argocd.argoproj.io/secret-type: cluster }
+                matchExpressions: [{ key: env, operator: In, values: [prod] }]
+  template:
+    metadata: { name: '{{app}}-{{name}}' }
+    spec:
+      project: default
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: '{{app}}' }
+      destination: { name: '{{name}}', namespace: '{{app}}' }
+`
+
+// Clusters imported from Argo CD lose the argocd.argoproj.io/secret-type label, but selectors
+// on it still mean "every registered cluster".
+func TestGenerateArgoCDSecretTypeSelectorSelectsEveryCluster(t *testing.T) {
+	dir := t.TempDir()
+	clusters := writeFile(t, dir, "clusters.yaml", threeClusters)
+	file := writeFile(t, dir, "everywhere.yaml", secretTypeAppSets)
+	r := mustGenerate(t, "-f", file, "--clusters", clusters)
+	assertRows(t, "secret-type selector", r.stdout, [][]string{
+		{"NAME", "CLUSTER", "NAMESPACE", "REPO", "PATH", "REVISION"},
+		{"guestbook-dev-1", "dev-1", "guestbook", "https://git.example.com/org/deploy.git", "guestbook", "main"},
+		{"guestbook-prod-eu", "prod-eu", "guestbook", "https://git.example.com/org/deploy.git", "guestbook", "main"},
+		{"guestbook-prod-us", "prod-us", "guestbook", "https://git.example.com/org/deploy.git", "guestbook", "main"},
+		{"web-prod-eu", "prod-eu", "web", "https://git.example.com/org/deploy.git", "web", "main"},
+		{"web-prod-us", "prod-us", "web", "https://git.example.com/org/deploy.git", "web", "main"},
+	})
+}
+
+// edgeCasesAppSet renders a git file holding a null, an elementsYaml item with a nested
+// object and a `**` directory glob, in fasttemplate mode.
+const edgeCasesAppSet = `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: edge-cases, namespace: argocd }
+spec:
+  generators:
+    - git:
+        repoURL: https://git.example.com/org/deploy.git
+        revision: main
+        files: [{ path: "teams/*.yaml" }]
+    - list:
+        elements: [{ team: payments, owner: p, values: { size: small } }]
+        elementsYaml: |
+          - team: billing
+            owner: b
+            values: { size: large }
+    - git:
+        repoURL: https://git.example.com/org/deploy.git
+        revision: main
+        directories: [{ path: "platform/**" }]
+        template:
+          metadata: { name: 'platform-{{path.basenameNormalized}}', annotations: { path: '{{path}}' } }
+          spec: { source: { path: '{{path}}' }, destination: { namespace: platform } }
+  template:
+    metadata:
+      name: 'team-{{team}}'
+      annotations: { owner: '{{owner}}', size: '{{values.size}}' }
+    spec:
+      project: default
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: 'teams/{{team}}' }
+      destination: { server: https://kubernetes.default.svc, namespace: '{{team}}' }
+`
+
+// Fasttemplate renders what Argo CD renders: a null in a git file is "<nil>", an elementsYaml
+// item is not flattened (its nested values.size is left as written), and "platform/**" lists
+// every directory below platform; -o json prints [] when nothing is generated.
+func TestGenerateFasttemplateEdgeCasesRenderAsInArgoCD(t *testing.T) {
+	dir := t.TempDir()
+	deploy := filepath.Join(dir, "deploy")
+	writeFile(t, deploy, "teams/search.yaml", "team: search\nowner: null\nvalues: { size: medium }\n")
+	writeFile(t, deploy, "platform/ingress/kustomization.yaml", kustomization)
+	writeFile(t, deploy, "platform/ingress/overlays/kustomization.yaml", kustomization)
+	file := writeFile(t, dir, "edge.yaml", edgeCasesAppSet)
+	override := "https://git.example.com/org/deploy.git=" + deploy
+	r := mustGenerate(t, "-f", file, "--repo-override", override, "-o", "json")
+	apps := decodeApplicationsJSON(t, r.stdout)
+	want := []string{"team-search", "team-payments", "team-billing", "platform-ingress", "platform-overlays"}
+	if got := appNames(apps); !slices.Equal(got, want) {
+		t.Fatalf("generated Applications %v, want %v\nstderr:\n%s", got, want, r.stderr)
+	}
+	for i, w := range []map[string]string{
+		{"owner": "<nil>", "size": "medium"},
+		{"owner": "p", "size": "small"},
+		{"owner": "b", "size": "{{values.size}}"},
+		{"path": "platform/ingress"},
+		{"path": "platform/ingress/overlays"},
+	} {
+		for k, v := range w {
+			if got := apps[i].Annotations[k]; got != v {
+				t.Errorf("%s: annotation %s=%q, want %q", apps[i].Name, k, got, v)
+			}
+		}
+	}
+
+	// An ApplicationSet generating nothing prints an empty JSON list, not null.
+	none := writeFile(t, dir, "none.yaml", `apiVersion: navarch.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: none }
+spec:
+  generators: [{ list: { elements: [] } }]
+  template:
+    metadata: { name: '{{app}}' }
+    spec:
+      source: { repoURL: https://git.example.com/org/deploy.git, targetRevision: main, path: '{{app}}' }
+      destination: { server: https://kubernetes.default.svc, namespace: '{{app}}' }
+`)
+	if out := strings.TrimSpace(mustGenerate(t, "-f", none, "-o", "json").stdout); out != "[]" {
+		t.Errorf("-o json with nothing generated printed %q, want []", out)
 	}
 }

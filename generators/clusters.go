@@ -19,9 +19,17 @@ const inClusterServer = "https://kubernetes.default.svc"
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Clusters is the clusters generator: one parameter set per registered Cluster whose labels
-// match `selector`, in name order. It emits "name", "nameNormalized", "server",
+// match `selector`, in name order. It emits "name", "nameNormalized", "server", "project",
 // "metadata.labels.<k>", "metadata.annotations.<k>" and "values.<k>" (goTemplate: .name,
-// .nameNormalized, .server, .metadata.labels, .metadata.annotations, .values).
+// .nameNormalized, .server, .project, .metadata.labels, .metadata.annotations, .values).
+//
+// "project" is always the empty string: Argo CD emits the `project` of the cluster Secret,
+// empty when it has none, and a Cluster belongs to no project. Emitting it keeps `{{project}}`
+// rendering (to "") instead of failing under missingkey=error.
+//
+// As every Argo CD cluster Secret, every Cluster carries the label
+// `argocd.argoproj.io/secret-type: cluster` as far as `selector` is concerned, so a selector
+// written for Argo CD on that label matches every Cluster (see selector.matchesCluster).
 //
 // Only Cluster objects are listed: unlike Argo CD, the management cluster ("in-cluster") is
 // not added implicitly; register it as a Cluster with spec.inCluster to select it.
@@ -60,7 +68,7 @@ func (g Clusters) Params(ctx context.Context, in Inputs) ([]map[string]any, erro
 	var out []map[string]any
 	for i := range clusters {
 		c := &clusters[i]
-		if !sel.matchesLabels(c.Labels) {
+		if !sel.matchesCluster(c.Labels) {
 			continue
 		}
 		params := clusterParams(c, in.GoTemplate)
@@ -82,6 +90,7 @@ func clusterParams(c *navarchv1.Cluster, goTemplate bool) map[string]any {
 		"name":           c.Name,
 		"nameNormalized": normalizeName(c.Name),
 		"server":         server,
+		"project":        "",
 	}
 	if goTemplate {
 		labels := make(map[string]any, len(c.Labels))

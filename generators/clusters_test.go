@@ -37,11 +37,11 @@ func TestClusters(t *testing.T) {
 			spec:   navarchv1.ClusterGenerator{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
 			want: []map[string]any{
 				{
-					"name": "Prod_US", "nameNormalized": "prod-us", "server": "https://prod-us.example.com",
+					"name": "Prod_US", "nameNormalized": "prod-us", "server": "https://prod-us.example.com", "project": "",
 					"metadata.labels.env": "prod", "metadata.labels.region": "us",
 				},
 				{
-					"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com",
+					"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com", "project": "",
 					"metadata.labels.env": "prod", "metadata.labels.region": "eu", "metadata.annotations.team": "platform",
 				},
 			},
@@ -54,7 +54,7 @@ func TestClusters(t *testing.T) {
 				{Key: "env", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"staging"}},
 			}}},
 			want: []map[string]any{{
-				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com",
+				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com", "project": "",
 				"metadata.labels.env": "prod", "metadata.labels.region": "eu", "metadata.annotations.team": "platform",
 			}},
 		},
@@ -66,7 +66,7 @@ func TestClusters(t *testing.T) {
 				Values:   map[string]string{"ns": "apps-{{metadata.labels.env}}", "plain": "x", "self": "{{name}}/{{unknown}}"},
 			},
 			want: []map[string]any{{
-				"name": "Prod_US", "nameNormalized": "prod-us", "server": "https://prod-us.example.com",
+				"name": "Prod_US", "nameNormalized": "prod-us", "server": "https://prod-us.example.com", "project": "",
 				"metadata.labels.env": "prod", "metadata.labels.region": "us",
 				"values.ns": "apps-prod", "values.plain": "x", "values.self": "Prod_US/{{unknown}}",
 			}},
@@ -80,7 +80,7 @@ func TestClusters(t *testing.T) {
 				Values:   map[string]string{"ns": "apps-{{.metadata.labels.region}}"},
 			},
 			want: []map[string]any{{
-				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com",
+				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://prod-eu.example.com", "project": "",
 				"metadata": map[string]any{
 					"labels":      map[string]any{"env": "prod", "region": "eu"},
 					"annotations": map[string]any{"team": "platform"},
@@ -94,7 +94,7 @@ func TestClusters(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "in-cluster"},
 				Spec:       navarchv1.ClusterSpec{InCluster: true},
 			}}},
-			want: []map[string]any{{"name": "in-cluster", "nameNormalized": "in-cluster", "server": "https://kubernetes.default.svc"}},
+			want: []map[string]any{{"name": "in-cluster", "nameNormalized": "in-cluster", "server": "https://kubernetes.default.svc", "project": ""}},
 		},
 		{
 			name:   "no cluster matches",

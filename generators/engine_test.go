@@ -51,13 +51,13 @@ func TestWithTemplatesEngine(t *testing.T) {
 			}}},
 			want: []map[string]any{
 				{
-					"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu",
+					"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "project": "",
 					"metadata.labels.env": "prod", "metadata.labels.region": "eu", "values.ns": "eu-prod-eu",
 					"app.path": "envs/prod/api", "app.path.basename": "api", "app.path.basenameNormalized": "api",
 					"app.path[0]": "envs", "app.path[1]": "prod", "app.path[2]": "api",
 				},
 				{
-					"name": "staging", "nameNormalized": "staging", "server": "https://st",
+					"name": "staging", "nameNormalized": "staging", "server": "https://st", "project": "",
 					"metadata.labels.env": "staging", "metadata.labels.region": "us", "values.ns": "us-staging",
 					"app.path": "envs/staging/web", "app.path.basename": "web", "app.path.basenameNormalized": "web",
 					"app.path[0]": "envs", "app.path[1]": "staging", "app.path[2]": "web",
@@ -103,7 +103,7 @@ func TestWithTemplatesEngine(t *testing.T) {
 				},
 			},
 			want: []map[string]any{{
-				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu",
+				"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "project": "",
 				"metadata": map[string]any{"labels": map[string]any{"env": "prod", "region": "eu"}, "annotations": map[string]any{}},
 				"values":   map[string]any{"region": "EU", "name": "prod-eu"},
 			}},

@@ -1,8 +1,8 @@
 // Package generators turns the generators of an ApplicationSet into parameter sets, the maps
 // that templates render into one Application each.
 //
-// The package is pure: it reads Git, Clusters and pull requests only through the small
-// interfaces in Inputs, so the controller (backed by its caches) and the offline
+// The package is pure: it reads Git, Clusters, pull requests and generator plugins only through
+// the small interfaces in Inputs, so the controller (backed by its caches) and the offline
 // `navarch generate` (backed by files or live reads) run the same code. Parameters have the
 // names and shapes Argo CD's ApplicationSet controller gives them, so existing ApplicationSets
 // render the same Applications:
@@ -148,6 +148,7 @@ type kinds struct {
 	git         *navarchv1.GitGenerator
 	pullRequest *navarchv1.PullRequestGenerator
 	scmProvider *navarchv1.SCMProviderGenerator
+	plugin      *navarchv1.PluginGenerator
 	matrix      *navarchv1.MatrixGenerator
 	merge       *navarchv1.MergeGenerator
 }
@@ -160,7 +161,7 @@ func New(field string, g *navarchv1.ApplicationSetGenerator) (Generator, error) 
 	}
 	return build(field, kinds{
 		list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest,
-		scmProvider: g.SCMProvider, matrix: g.Matrix, merge: g.Merge,
+		scmProvider: g.SCMProvider, plugin: g.Plugin, matrix: g.Matrix, merge: g.Merge,
 	}, g.Selector)
 }
 
@@ -170,7 +171,7 @@ func NewNested(field string, g *navarchv1.NestedGenerator) (Generator, error) {
 	if g == nil {
 		return nil, fmt.Errorf("%s: must be set", field)
 	}
-	k := kinds{list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest, scmProvider: g.SCMProvider}
+	k := kinds{list: g.List, clusters: g.Clusters, git: g.Git, pullRequest: g.PullRequest, scmProvider: g.SCMProvider, plugin: g.Plugin}
 	if g.Matrix != nil {
 		k.matrix = &navarchv1.MatrixGenerator{}
 		if err := decodeStrict(g.Matrix.Raw, k.matrix); err != nil {
@@ -209,6 +210,10 @@ func build(field string, k kinds, sel *metav1.LabelSelector) (Generator, error) 
 		set = append(set, "scmProvider")
 		g = SCMProviders{Spec: k.scmProvider, Field: field + ".scmProvider"}
 	}
+	if k.plugin != nil {
+		set = append(set, "plugin")
+		g = Plugin{Spec: k.plugin, Field: field + ".plugin"}
+	}
 	if k.matrix != nil {
 		set = append(set, "matrix")
 		g = Matrix{Spec: k.matrix, Field: field + ".matrix"}
@@ -222,7 +227,7 @@ func build(field string, k kinds, sel *metav1.LabelSelector) (Generator, error) 
 		if len(set) > 0 {
 			found = strings.Join(set, ", ")
 		}
-		return nil, fmt.Errorf("%s: exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set (found %s)", field, found)
+		return nil, fmt.Errorf("%s: exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge must be set (found %s)", field, found)
 	}
 	if err := g.validate(); err != nil {
 		return nil, err
@@ -256,6 +261,8 @@ func templateOverride(g *navarchv1.ApplicationSetGenerator) *navarchv1.Generator
 		return g.PullRequest.Template
 	case g.SCMProvider != nil:
 		return g.SCMProvider.Template
+	case g.Plugin != nil:
+		return g.Plugin.Template
 	case g.Matrix != nil:
 		return g.Matrix.Template
 	case g.Merge != nil:

@@ -129,7 +129,7 @@ func TestGenerateFailsAsAWhole(t *testing.T) {
 		{
 			name:    "a generator without a kind",
 			gens:    []navarchv1.ApplicationSetGenerator{{}},
-			wantErr: "spec.generators[0]: exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set (found none)",
+			wantErr: "spec.generators[0]: exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge must be set (found none)",
 		},
 		{
 			name:    "no generators",

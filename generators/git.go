@@ -27,10 +27,12 @@ const DefaultGitRequeueAfter = 3 * time.Minute
 // "path.basenameNormalized", "path.filenameNormalized" and "path[N]". pathParamPrefix `p`
 // renames "path" to "p.path" (goTemplate: .p.path.*). Both add templated "values.<k>".
 //
-// Globs are matched segment by segment with `**` for any depth (see pathmatch.go); an exclude
-// wins over every include. As in Argo CD, directories with a segment starting with "." are
-// never listed. Unlike Argo CD's default file globbing, `*` does not cross "/" in file globs
-// (Argo CD's opt-in "new globbing"); use `**` for any depth.
+// Globs are matched segment by segment with `**` for any depth (see pathmatch.go for how that
+// compares with Argo CD); an exclude wins over every include. As in Argo CD, directories with
+// a segment starting with "." are never listed. Unlike Argo CD's default file globbing, `*`
+// does not cross "/" in file globs (Argo CD's opt-in "new globbing"); use `**` for any depth.
+//
+// In fasttemplate mode a null in a file becomes "<nil>", as in Argo CD (see gitFileNull).
 type Git struct {
 	// Spec is the generator's spec.
 	Spec *navarchv1.GitGenerator
@@ -162,6 +164,9 @@ func (g Git) fileParams(in Inputs, tree GitTree, set pathSet) ([]map[string]any,
 			return nil, fmt.Errorf("%s.files: parse %s: %w", g.Field, f, err)
 		}
 		for _, obj := range objs {
+			if !in.GoTemplate {
+				markNulls(obj)
+			}
 			params := shapeObject(obj, in.GoTemplate)
 			g.addPathParams(params, path.Dir(f), path.Base(f), in.GoTemplate)
 			if err := appendValues(in, g.Field, fmt.Sprintf("file %q", f), g.Spec.Values, params); err != nil {
@@ -171,6 +176,34 @@ func (g Git) fileParams(in Inputs, tree GitTree, set pathSet) ([]map[string]any,
 		}
 	}
 	return out, nil
+}
+
+// gitFileNull is what a null in a git file becomes in fasttemplate mode. Argo CD flattens the
+// file's object and formats every value with fmt's %v (generateParamsFromGitFile in
+// applicationset/generators/git.go, over github.com/jeremywohl/flatten, which keeps a null as a
+// nil leaf), and %v of nil is "<nil>": `owner: null` renders `{{owner}}` as "<nil>".
+const gitFileNull = "<nil>"
+
+// markNulls replaces, in place, every null inside a decoded git file object by gitFileNull.
+func markNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, item := range t {
+			if item == nil {
+				t[k] = gitFileNull
+			} else {
+				markNulls(item)
+			}
+		}
+	case []any:
+		for i, item := range t {
+			if item == nil {
+				t[i] = gitFileNull
+			} else {
+				markNulls(item)
+			}
+		}
+	}
 }
 
 // addPathParams adds the path parameters of directory dir, and of file filename in it when

@@ -54,6 +54,10 @@ type Inputs struct {
 	PullRequests PullRequestLister
 	// SCMProviders lists repositories for scmProvider generators.
 	SCMProviders SCMProvider
+	// Plugins asks generator plugins for parameter sets, for plugin generators.
+	Plugins PluginCaller
+	// ApplicationSetName names the ApplicationSet being generated to plugins.
+	ApplicationSetName string
 	// GoTemplate selects nested parameter maps (goTemplate: true) instead of flat maps of
 	// strings with dotted keys (the default, fasttemplate).
 	GoTemplate bool

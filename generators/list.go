@@ -12,10 +12,12 @@ import (
 )
 
 // List is the list generator: one parameter set per element of `elements`, then one per item
-// of `elementsYaml`. Each element's keys become parameters; in fasttemplate mode nested objects
-// are flattened, so a `values` object is reachable as "values.x". (Argo CD rejects non-string
-// element values in fasttemplate mode; they are formatted here instead, which changes nothing
-// for sets Argo CD accepts.)
+// of `elementsYaml`. Each element's keys become parameters; in fasttemplate mode the objects of
+// `elements` are flattened, so a `values` object is reachable as "values.x". (Argo CD rejects
+// non-string element values in fasttemplate mode; they are formatted here instead, which
+// changes nothing for sets Argo CD accepts.) The items of `elementsYaml` are appended as
+// decoded, in both modes, as Argo CD appends them: a nested object stays one parameter holding
+// a map, so fasttemplate's "values.x" does not reach into it.
 type List struct {
 	// Spec is the generator's spec.
 	Spec *navarchv1.ListGenerator
@@ -43,9 +45,7 @@ func (g List) Params(_ context.Context, in Inputs) ([]map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.elementsYaml: %w", g.Field, err)
 		}
-		for _, obj := range items {
-			out = append(out, shapeObject(obj, in.GoTemplate))
-		}
+		out = append(out, items...)
 	}
 	return out, nil
 }

@@ -50,12 +50,12 @@ func TestList(t *testing.T) {
 			want: []map[string]any{{"cluster": "dev", "values": map[string]any{"replicas": float64(3)}}},
 		},
 		{
-			name: "elementsYaml follows elements",
+			name: "elementsYaml follows elements, appended as decoded",
 			list: &navarchv1.ListGenerator{
 				Elements:     elements(t, map[string]any{"cluster": "a"}),
 				ElementsYaml: "- cluster: b\n  values:\n    tier: gold\n- cluster: c\n",
 			},
-			want: []map[string]any{{"cluster": "a"}, {"cluster": "b", "values.tier": "gold"}, {"cluster": "c"}},
+			want: []map[string]any{{"cluster": "a"}, {"cluster": "b", "values": map[string]any{"tier": "gold"}}, {"cluster": "c"}},
 		},
 		{
 			name:       "elementsYaml in goTemplate mode",

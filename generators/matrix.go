@@ -17,11 +17,14 @@ import (
 // takes any number of children and nested matrix/merge generators to any depth.
 //
 // A later child may use the parameters of the earlier ones: before child i > 0 runs for a
-// parameter set of the product so far, every string of its spec (except its own selector) is
-// rendered with that set, e.g. a git generator with `path: "{{path.basename}}/*"`. A child
-// whose spec holds no "{{" runs once. Two children defining the same parameter: in fasttemplate
-// mode the values must be equal (an error otherwise, as in Argo CD); in goTemplate mode nested
-// maps are merged and the earlier child wins. Children's template overrides are ignored, as in
+// parameter set of the product so far, every string of its spec (except its own selector and
+// `values`) is rendered with that set, e.g. a git generator with `path: "{{path.basename}}/*"`.
+// The child's `values` are rendered by the child itself, with that set and its own parameters
+// (the earlier child's win), so `values: {target: "{{ .path.basename }}-{{ .name }}"}` on a
+// clusters child after a git child works, as in Argo CD 3.5. A child whose spec and values
+// hold no "{{" runs once. Two children defining the same parameter: in fasttemplate mode the
+// values must be equal (an error otherwise, as in Argo CD); in goTemplate mode nested maps are
+// merged and the earlier child wins. Children's template overrides are ignored, as in
 // Argo CD. The product is capped by Inputs.MaxParamSets while it is built.
 type Matrix struct {
 	// Spec is the generator's spec.
@@ -129,22 +132,9 @@ func (g Matrix) Params(ctx context.Context, in Inputs) ([]map[string]any, error)
 				}
 				sets = static
 			default:
-				rendered, key, err := tmpl.render(in, field, scope)
-				if err != nil {
+				if sets, err = tmpl.params(ctx, in, field, scope, byRendered); err != nil {
 					return nil, err
 				}
-				cached, ok := byRendered[key]
-				if !ok {
-					gen, err := NewNested(field, rendered)
-					if err != nil {
-						return nil, fmt.Errorf("%w (after rendering with an earlier generator's parameters)", err)
-					}
-					if cached, err = gen.Params(ctx, in); err != nil {
-						return nil, err
-					}
-					byRendered[key] = cached
-				}
-				sets = cached
 			}
 			for _, s := range sets {
 				combined, err := combineMatrix(field, set, s, in.GoTemplate)
@@ -168,10 +158,16 @@ func (g Matrix) Params(ctx context.Context, in Inputs) ([]map[string]any, error)
 
 // childTemplate is a matrix child's spec decoded as a JSON tree, ready to be rendered with
 // the parameters of the earlier children. Its own selector is kept aside: like Argo CD, a
-// child's selector filters with the names as written.
+// child's selector filters with the names as written. So are its `values`: the child renders
+// them itself, once it knows its own parameters, with the earlier ones in Inputs.outer.
 type childTemplate struct {
 	tree     any
 	selector *metav1.LabelSelector
+	// values is the unrendered `values` of the generator kind that has them, by kind.
+	values map[string]any
+	// treeTemplated says the tree holds a template action; valuesTemplated says values do,
+	// so the child's parameter sets depend on the earlier set, not only on the rendered tree.
+	treeTemplated, valuesTemplated bool
 }
 
 // newChildTemplate returns nil when the child holds no template action, so it runs once. The
@@ -189,30 +185,81 @@ func newChildTemplate(child *navarchv1.NestedGenerator) (*childTemplate, error) 
 	if err != nil {
 		return nil, err
 	}
+	t := &childTemplate{tree: tree, selector: child.Selector, values: map[string]any{}}
 	if top, ok := tree.(map[string]any); ok {
-		for _, kind := range top {
-			if m, ok := kind.(map[string]any); ok {
-				delete(m, "template")
+		for kind, gen := range top {
+			m, ok := gen.(map[string]any)
+			if !ok {
+				continue
+			}
+			delete(m, "template")
+			if v, ok := m["values"]; ok {
+				t.values[kind] = v
+				delete(m, "values")
 			}
 		}
 	}
-	if raw, err = json.Marshal(tree); err != nil {
+	if t.treeTemplated, err = holdsAction(tree); err != nil {
 		return nil, err
 	}
-	if !bytes.Contains(raw, []byte("{{")) {
+	if t.valuesTemplated, err = holdsAction(t.values); err != nil {
+		return nil, err
+	}
+	if !t.treeTemplated && !t.valuesTemplated {
 		return nil, nil
 	}
-	return &childTemplate{tree: tree, selector: child.Selector}, nil
+	return t, nil
 }
 
-// render renders every string and map key of the child with params and decodes the result;
-// key is the rendered JSON, so identical renderings run the child once.
-func (t *childTemplate) render(in Inputs, field string, params map[string]any) (*navarchv1.NestedGenerator, string, error) {
-	tree, err := renderTree(in, t.tree, params)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: render with an earlier generator's parameters: %w", field, err)
-	}
+// holdsAction reports whether a decoded JSON tree holds a template action anywhere.
+func holdsAction(tree any) (bool, error) {
 	raw, err := json.Marshal(tree)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Contains(raw, []byte("{{")), nil
+}
+
+// params runs the child for one parameter set of the product so far (scope, with the enclosing
+// matrices' parameters). Identical renderings run once, through cache, unless the child's
+// values depend on scope: those runs are not cached.
+func (t *childTemplate) params(ctx context.Context, in Inputs, field string, scope map[string]any,
+	cache map[string][]map[string]any) ([]map[string]any, error) {
+	rendered, key, err := t.render(in, field, scope)
+	if err != nil {
+		return nil, err
+	}
+	if sets, ok := cache[key]; ok {
+		return sets, nil
+	}
+	gen, err := NewNested(field, rendered)
+	if err != nil {
+		return nil, fmt.Errorf("%w (after rendering with an earlier generator's parameters)", err)
+	}
+	childIn := in
+	childIn.outer = scope
+	sets, err := gen.Params(ctx, childIn)
+	if err != nil {
+		return nil, err
+	}
+	if !t.valuesTemplated {
+		cache[key] = sets
+	}
+	return sets, nil
+}
+
+// render renders every string and map key of the child with params, puts the child's values
+// back as written, and decodes the result; key is the rendered JSON, so identical renderings
+// can share a run.
+func (t *childTemplate) render(in Inputs, field string, params map[string]any) (*navarchv1.NestedGenerator, string, error) {
+	tree := t.tree
+	if t.treeTemplated {
+		var err error
+		if tree, err = renderTree(in, t.tree, params); err != nil {
+			return nil, "", fmt.Errorf("%s: render with an earlier generator's parameters: %w", field, err)
+		}
+	}
+	raw, err := json.Marshal(withValues(tree, t.values))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", field, err)
 	}
@@ -222,6 +269,31 @@ func (t *childTemplate) render(in Inputs, field string, params map[string]any) (
 	}
 	out.Selector = t.selector
 	return out, string(raw), nil
+}
+
+// withValues returns a copy of the top level of a child's tree with each kind's values set
+// again; the tree itself is not modified.
+func withValues(tree any, values map[string]any) any {
+	top, ok := tree.(map[string]any)
+	if !ok || len(values) == 0 {
+		return tree
+	}
+	out := make(map[string]any, len(top))
+	for kind, gen := range top {
+		m, ok := gen.(map[string]any)
+		v, has := values[kind]
+		if !ok || !has {
+			out[kind] = gen
+			continue
+		}
+		withV := make(map[string]any, len(m)+1)
+		for k, item := range m {
+			withV[k] = item
+		}
+		withV["values"] = v
+		out[kind] = withV
+	}
+	return out
 }
 
 // decodeTree decodes JSON keeping numbers as written.

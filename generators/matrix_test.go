@@ -43,13 +43,13 @@ func TestMatrix(t *testing.T) {
 				{Git: gitDirs(repo, include("envs/prod/*"))},
 			}},
 			want: []map[string]any{
-				{"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "metadata.labels.env": "prod",
+				{"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "project": "", "metadata.labels.env": "prod",
 					"path": "envs/prod/api", "path.basename": "api", "path.basenameNormalized": "api", "path[0]": "envs", "path[1]": "prod", "path[2]": "api"},
-				{"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "metadata.labels.env": "prod",
+				{"name": "prod-eu", "nameNormalized": "prod-eu", "server": "https://eu", "project": "", "metadata.labels.env": "prod",
 					"path": "envs/prod/web", "path.basename": "web", "path.basenameNormalized": "web", "path[0]": "envs", "path[1]": "prod", "path[2]": "web"},
-				{"name": "prod-us", "nameNormalized": "prod-us", "server": "https://us", "metadata.labels.env": "prod",
+				{"name": "prod-us", "nameNormalized": "prod-us", "server": "https://us", "project": "", "metadata.labels.env": "prod",
 					"path": "envs/prod/api", "path.basename": "api", "path.basenameNormalized": "api", "path[0]": "envs", "path[1]": "prod", "path[2]": "api"},
-				{"name": "prod-us", "nameNormalized": "prod-us", "server": "https://us", "metadata.labels.env": "prod",
+				{"name": "prod-us", "nameNormalized": "prod-us", "server": "https://us", "project": "", "metadata.labels.env": "prod",
 					"path": "envs/prod/web", "path.basename": "web", "path.basenameNormalized": "web", "path[0]": "envs", "path[1]": "prod", "path[2]": "web"},
 			},
 		},
@@ -189,7 +189,7 @@ func TestMatrix(t *testing.T) {
 			matrix: navarchv1.MatrixGenerator{Generators: []navarchv1.NestedGenerator{
 				{List: listGen(t), Clusters: &navarchv1.ClusterGenerator{}},
 			}},
-			wantErr: "spec.generators[0].matrix.generators[0]: exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set (found list, clusters)",
+			wantErr: "spec.generators[0].matrix.generators[0]: exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge must be set (found list, clusters)",
 		},
 		{
 			name: "a rendered path with .. is rejected",

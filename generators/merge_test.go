@@ -34,9 +34,9 @@ func TestMerge(t *testing.T) {
 				},
 			},
 			want: []map[string]any{
-				{"name": "a", "nameNormalized": "a", "server": "https://a", "metadata.labels.env": "prod", "values.kafka": "false", "values.redis": "false"},
-				{"name": "b", "nameNormalized": "b", "server": "https://b", "metadata.labels.env": "staging", "values.kafka": "true", "values.redis": "false"},
-				{"name": "c", "nameNormalized": "c", "server": "https://c", "metadata.labels.env": "prod", "values.kafka": "true", "values.redis": "true"},
+				{"name": "a", "nameNormalized": "a", "server": "https://a", "project": "", "metadata.labels.env": "prod", "values.kafka": "false", "values.redis": "false"},
+				{"name": "b", "nameNormalized": "b", "server": "https://b", "project": "", "metadata.labels.env": "staging", "values.kafka": "true", "values.redis": "false"},
+				{"name": "c", "nameNormalized": "c", "server": "https://c", "project": "", "metadata.labels.env": "prod", "values.kafka": "true", "values.redis": "true"},
 			},
 		},
 		{

@@ -104,7 +104,10 @@ func normalizeName(s string) string {
 
 // appendValues templates a generator's `values` with the set's own parameters and adds them
 // as "values.<key>" (fasttemplate) or .values.<key> (goTemplate). Values see the parameters
-// the generator produced, not each other. subject names the set in errors (`cluster "prod"`).
+// the generator produced, not each other. Inside a matrix they also see the earlier
+// children's parameters (in.outer), which win as they do when the matrix combines the sets:
+// Argo CD 3.5 renders a later child's values with the earlier child's parameters first and
+// its own afterwards. subject names the set in errors (`cluster "prod"`).
 func appendValues(in Inputs, field, subject string, values map[string]string, params map[string]any) error {
 	if len(values) == 0 {
 		return nil
@@ -114,9 +117,13 @@ func appendValues(in Inputs, field, subject string, values map[string]string, pa
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	scope := params
+	if len(in.outer) > 0 {
+		scope = mergeMaps(params, in.outer)
+	}
 	rendered := make(map[string]any, len(values))
 	for _, k := range keys {
-		v, err := in.render(values[k], params)
+		v, err := in.render(values[k], scope)
 		if err != nil {
 			return fmt.Errorf("%s.values[%s]: %s: %w", field, k, subject, err)
 		}

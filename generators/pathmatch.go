@@ -13,8 +13,11 @@ import (
 // everything below apps, not apps itself) and a leading or inner `**` matches zero or more
 // ("**/base" matches "base", "a/**/b" matches "a/b").
 //
-// Argo CD matches directory globs with path.Match over the whole path (no `**`), so every
-// directory pattern Argo accepts matches the same directories here.
+// Argo CD matches directory globs with path.Match over the whole path, so a directory pattern
+// without a `**` segment matches the same directories here; `**` there is only `*` (one
+// segment), so "apps/**" lists every depth here and only apps' children there. Argo CD's file
+// globs are `git ls-files` pathspecs by default (`*` crosses "/") and doublestar globs with its
+// opt-in "new globbing", which match as here.
 
 // doubleStar is the pattern segment that matches any number of path segments.
 const doubleStar = "**"

@@ -90,9 +90,21 @@ func (s *selector) matches(get func(key string) (string, bool)) bool {
 	return true
 }
 
-// matchesLabels reports whether a label map satisfies the selector.
-func (s *selector) matchesLabels(labels map[string]string) bool {
+// Argo CD lists clusters as Secrets labelled argocd.argoproj.io/secret-type=cluster, and its
+// clusters generator matches its selector against those labels; ApplicationSets written for it
+// select "every cluster" with that label. A Cluster is a registered cluster by being one.
+const (
+	argoSecretTypeLabel   = "argocd.argoproj.io/secret-type"
+	argoSecretTypeCluster = "cluster"
+)
+
+// matchesCluster reports whether a Cluster with these labels satisfies the selector. Every
+// Cluster also carries argoSecretTypeLabel=cluster, as every Argo CD cluster Secret does.
+func (s *selector) matchesCluster(labels map[string]string) bool {
 	return s.matches(func(k string) (string, bool) {
+		if k == argoSecretTypeLabel {
+			return argoSecretTypeCluster, true
+		}
 		v, ok := labels[k]
 		return v, ok
 	})

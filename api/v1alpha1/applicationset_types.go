@@ -85,6 +85,32 @@ type ApplicationSetSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	IgnoreApplicationDifferences []ApplicationSetIgnoreDifferences `json:"ignoreApplicationDifferences,omitempty"`
+
+	// preservedFields lists labels and annotations of generated Applications whose live value
+	// the controller keeps when it updates them, so that a hand edit or another tool's value
+	// survives. Every other label and annotation is made equal to the template's: one the
+	// template no longer sets is removed.
+	// +optional
+	PreservedFields *ApplicationPreservedFields `json:"preservedFields,omitempty"`
+}
+
+// ApplicationPreservedFields lists the label and annotation keys of generated Applications
+// that keep their live value.
+type ApplicationPreservedFields struct {
+	// annotations are annotation keys, e.g. `example.com/owner`.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	Annotations []string `json:"annotations,omitempty"`
+	// labels are label keys.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	Labels []string `json:"labels,omitempty"`
 }
 
 // GoTemplateOption is a text/template option.
@@ -139,7 +165,7 @@ type GeneratorTemplate struct {
 
 // ApplicationSetGenerator is one generator. Exactly one generator kind must be set.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.plugin), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge must be set"
 type ApplicationSetGenerator struct {
 	// list generates one parameter set per element.
 	// +optional
@@ -156,6 +182,9 @@ type ApplicationSetGenerator struct {
 	// scmProvider generates one parameter set per repository (or branch) of an organisation.
 	// +optional
 	SCMProvider *SCMProviderGenerator `json:"scmProvider,omitempty"`
+	// plugin asks an HTTP service, a generator plugin, for the parameter sets.
+	// +optional
+	Plugin *PluginGenerator `json:"plugin,omitempty"`
 	// matrix combines its children's parameter sets as a Cartesian product.
 	// +optional
 	Matrix *MatrixGenerator `json:"matrix,omitempty"`
@@ -171,7 +200,7 @@ type ApplicationSetGenerator struct {
 // kept as raw JSON (a CRD schema cannot be recursive) and decoded and validated by the
 // controller as a MatrixGenerator or MergeGenerator, so nesting depth is unlimited.
 //
-// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.list), has(self.clusters), has(self.git), has(self.pullRequest), has(self.scmProvider), has(self.plugin), has(self.matrix), has(self.merge)].filter(x, x).size() == 1",message="exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge must be set"
 type NestedGenerator struct {
 	// list generates one parameter set per element.
 	// +optional
@@ -188,6 +217,9 @@ type NestedGenerator struct {
 	// scmProvider generates one parameter set per repository (or branch) of an organisation.
 	// +optional
 	SCMProvider *SCMProviderGenerator `json:"scmProvider,omitempty"`
+	// plugin asks an HTTP service, a generator plugin, for the parameter sets.
+	// +optional
+	Plugin *PluginGenerator `json:"plugin,omitempty"`
 	// matrix is a nested matrix generator (same fields as a top-level one).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -443,6 +475,48 @@ type SCMProviderGeneratorFilter struct {
 	// branchMatch is a regular expression on the branch name.
 	// +optional
 	BranchMatch *string `json:"branchMatch,omitempty"`
+}
+
+// PluginGenerator asks a generator plugin for the parameter sets: an HTTP service that answers
+// POST <baseUrl>/api/v1/getparams.execute, as Argo CD's plugin generator defines it. The
+// ConfigMap configMapRef names, in the controller's namespace, says where the plugin is and how
+// to authenticate (see docs/generators.md).
+type PluginGenerator struct {
+	// configMapRef names the ConfigMap, in the controller's namespace, holding the plugin's
+	// baseUrl, token and optional requestTimeout.
+	// +required
+	ConfigMapRef PluginConfigMapRef `json:"configMapRef"`
+	// input is sent to the plugin with each request.
+	// +optional
+	Input PluginInput `json:"input,omitempty"`
+	// values are extra parameters (`values.<key>`), templated with each parameter set the
+	// plugin answers; they are not sent to the plugin.
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+	// requeueAfterSeconds is how often the plugin is asked again; default 1800.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequeueAfterSeconds *int64 `json:"requeueAfterSeconds,omitempty"`
+	// template overrides parts of the ApplicationSet's template for this generator.
+	// +optional
+	Template *GeneratorTemplate `json:"template,omitempty"`
+}
+
+// PluginConfigMapRef names the ConfigMap of a generator plugin.
+type PluginConfigMapRef struct {
+	// name is the ConfigMap's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PluginInput is what a plugin generator sends to its plugin.
+type PluginInput struct {
+	// parameters are sent as the request's input.parameters, and are available to templates as
+	// `generator.input.parameters`. Values may be any JSON: strings, numbers, lists, objects.
+	// +optional
+	Parameters map[string]apiextensionsv1.JSON `json:"parameters,omitempty"`
 }
 
 // PullRequestGeneratorFilter keeps pull requests whose fields match regular expressions.

@@ -53,7 +53,7 @@ func TestSchemaRejectsInvalidObjects(t *testing.T) {
   generators:
   - list: {elements: [{name: a}]}
     clusters: {}` + appSetTemplate,
-			field: "spec.generators[0]", want: "exactly one of list, clusters, git, pullRequest, scmProvider, matrix or merge",
+			field: "spec.generators[0]", want: "exactly one of list, clusters, git, pullRequest, scmProvider, plugin, matrix or merge",
 		},
 		{
 			name: "no generator kind in an entry",

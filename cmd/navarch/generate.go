@@ -305,6 +305,10 @@ func (l liveClusters) ListClusters(ctx context.Context) ([]navarchv1.Cluster, er
 func printApplications(out io.Writer, apps []*navarchv1.Application, format string) error {
 	switch format {
 	case "json":
+		if apps == nil {
+			// A list, even an empty one: `[]`, never `null`, for jq and other readers.
+			apps = []*navarchv1.Application{}
+		}
 		data, err := json.MarshalIndent(apps, "", "  ")
 		if err != nil {
 			return err

@@ -24,16 +24,22 @@ func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
 		Use:   "import -f FILE",
-		Short: "Convert Argo CD Applications, ApplicationSets, cluster and repository Secrets to navarch objects",
+		Short: "Convert Argo CD Applications, ApplicationSets, AppProjects, cluster and repository Secrets to navarch objects",
 		Long: `import reads Argo CD YAML (several documents per file, or a List as kubectl get -o yaml
 prints it) and prints the navarch objects to create, as YAML on stdout, for kubectl apply -f -.
 Every field that is not carried over is named in a warning on stderr.
 
   Application, ApplicationSet    navarch.io/v1alpha1 Application, ApplicationSet; fields with no
-                                 meaning in navarch (project: default, ...) are dropped with a
-                                 warning, fields it cannot honour are errors. Helm charts
+                                 meaning in navarch (info, ...) are dropped with a warning,
+                                 fields it cannot honour are errors. project, Helm charts
                                  (chart, helm) and several sources (sources, ref) are kept; a
                                  chart repoURL without a scheme gets oci://.
+  AppProject                     a Project of the same name in --system-namespace, its fields
+                                 copied. roles and orphanedResources are dropped with a warning;
+                                 signatureKeys, destinationServiceAccounts,
+                                 permitOnlyProjectScopedClusters and a sync window's
+                                 andOperator are errors. Only Applications in
+                                 --system-namespace or in its sourceNamespaces may name it.
   cluster Secret                 a Secret <name>-kubeconfig in --system-namespace holding a
   (argocd.argoproj.io/           kubeconfig built from the config JSON (bearerToken,
    secret-type: cluster)         username/password, tlsClientConfig, execProviderConfig), and a
@@ -56,6 +62,7 @@ Messages never show a value of a Secret. A document that cannot be converted is 
 stderr and skipped; the others are still printed, and the exit code is 1.`,
 		Example: `  navarch import -f argocd-apps.yaml > navarch.yaml
   kubectl get applications,applicationsets -n argocd -o yaml | navarch import -f - -n apps
+  kubectl get appprojects -n argocd -o yaml | navarch import -f -
   navarch import -f clusters.yaml | kubectl apply -f -
   kubectl get secrets -n argocd -l 'argocd.argoproj.io/secret-type in (repository,repo-creds)' -o yaml | navarch import -f -`,
 		Args: noArgs,
@@ -69,7 +76,7 @@ stderr and skipped; the others are still printed, and the exit code is 1.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "Argo CD YAML file (several documents allowed; - for stdin); repeatable")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "put Applications and ApplicationSets in this namespace (default: the one they name)")
-	f.StringVar(&o.systemNamespace, "system-namespace", systemNamespace, "namespace of the Secrets and ConfigMaps navarch reads: kubeconfigs of Clusters, repository credentials, SSH known hosts")
+	f.StringVar(&o.systemNamespace, "system-namespace", systemNamespace, "navarch's controller namespace, where Projects live and the Secrets and ConfigMaps it reads: kubeconfigs of Clusters, repository credentials, SSH known hosts")
 	return cmd
 }
 
@@ -178,6 +185,16 @@ func (o *importOptions) convert(obj map[string]any) ([]client.Object, []argocd.W
 		}
 		warnings = append(warnings, o.placeIn(set, obj)...)
 		return []client.Object{set}, warnings, nil
+	case argo && (kind == argocd.AppProjectKind || kind == "Project"):
+		proj, warnings, err := argocd.Project(obj, o.systemNamespace)
+		if err != nil {
+			return nil, warnings, err
+		}
+		if _, ok := obj["status"]; ok {
+			// Argo CD records the tokens of project roles there.
+			warnings = append(warnings, argocd.Warning{Field: "status", Message: "dropped: a navarch Project has no status"})
+		}
+		return []client.Object{proj}, warnings, nil
 	case argocd.IsClusterSecret(obj):
 		cluster, secret, warnings, err := argocd.ClusterSecret(obj, o.systemNamespace)
 		if err != nil {
@@ -201,8 +218,6 @@ func (o *importOptions) convert(obj map[string]any) ([]client.Object, []argocd.W
 		return []client.Object{cm}, warnings, nil
 	case argocd.IsTLSCertsConfigMap(obj):
 		return nil, nil, argocd.TLSCerts(obj)
-	case apiVersion == argocd.APIVersion && kind == "AppProject":
-		return nil, nil, errors.New("navarch has no AppProjects, so this one is not converted: restrict what Applications may do with Kubernetes RBAC on their namespace")
 	case apiVersion == "v1" && kind == "Secret":
 		meta, _ := obj["metadata"].(map[string]any)
 		labels, _ := meta["labels"].(map[string]any)
@@ -210,7 +225,7 @@ func (o *importOptions) convert(obj map[string]any) ([]client.Object, []argocd.W
 			return nil, nil, fmt.Errorf("only Argo CD cluster, repository and repo-creds Secrets are converted, not %s Secrets", t)
 		}
 	}
-	return nil, nil, fmt.Errorf("not an Argo CD Application, ApplicationSet, cluster or repository Secret, or SSH known hosts ConfigMap (apiVersion %q, kind %q)", apiVersion, kind)
+	return nil, nil, fmt.Errorf("not an Argo CD Application, ApplicationSet, AppProject, cluster or repository Secret, or SSH known hosts ConfigMap (apiVersion %q, kind %q)", apiVersion, kind)
 }
 
 // placeIn applies --namespace and accounts for the status navarch does not carry over.

@@ -29,20 +29,16 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 			want: []string{
 				"Application argocd/guestbook", "ApplicationSet argocd/monitoring",
 				"Secret navarch-system/prod-eu-kubeconfig", "Cluster prod-eu", "Cluster in-cluster",
-				"Secret navarch-system/repo-deploy-repo",
+				"Project navarch-system/team-a", "Secret navarch-system/repo-deploy-repo",
 			},
 			warnings: []string{
-				"Application argocd/guestbook (testdata/import/argocd-export.yaml document 1): spec.project: dropped",
 				"Application argocd/guestbook (testdata/import/argocd-export.yaml document 1): metadata.finalizers: dropped",
 				"Application argocd/guestbook (testdata/import/argocd-export.yaml document 1): status: dropped",
-				"ApplicationSet argocd/monitoring (testdata/import/argocd-export.yaml document 2): spec.template.spec.project: dropped",
-				"Secret argocd/prod-eu-cluster (testdata/import/argocd-export.yaml document 3): stringData.project: dropped: navarch has no AppProjects",
+				"Secret argocd/prod-eu-cluster (testdata/import/argocd-export.yaml document 3): stringData.project: dropped: navarch Clusters belong to no Project; a Project restricts the clusters its Applications deploy to with spec.destinations",
 				"Secret argocd/in-cluster (testdata/import/argocd-export.yaml document 4): data.config: dropped: navarch reaches the cluster it runs in",
+				`AppProject argocd/team-a (testdata/import/argocd-export.yaml document 5): metadata.namespace: "argocd" becomes "navarch-system"`,
+				"AppProject argocd/team-a (testdata/import/argocd-export.yaml document 5): spec.sourceNamespaces: empty: only Applications and ApplicationSets in navarch-system may name this Project",
 			},
-			errors: []string{
-				"AppProject argocd/team-a (testdata/import/argocd-export.yaml document 5): navarch has no AppProjects",
-			},
-			wantErr: true,
 		},
 		{
 			name:      "a List from kubectl get, moved to another namespace",
@@ -50,10 +46,8 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 			namespace: "apps",
 			want:      []string{"Application apps/api", "Application apps/web"},
 			warnings: []string{
-				"Application argocd/api (testdata/import/list.yaml document 1 item 1): spec.project: dropped",
 				`Application argocd/api (testdata/import/list.yaml document 1 item 1): status: dropped`,
 				`Application argocd/api (testdata/import/list.yaml document 1 item 1): metadata.namespace: "argocd" becomes "apps" (--namespace)`,
-				"Application argocd/web (testdata/import/list.yaml document 1 item 2): spec.project: dropped",
 				`Application argocd/web (testdata/import/list.yaml document 1 item 2): metadata.namespace: "argocd" becomes "apps" (--namespace)`,
 			},
 		},
@@ -62,15 +56,14 @@ func TestImportConvertsArgoCDYAML(t *testing.T) {
 			files: []string{"testdata/import/unsupported.yaml", "testdata/import/list.yaml"},
 			want:  []string{"Application argocd/api", "Application argocd/web"},
 			warnings: []string{
-				"Application argocd/api (testdata/import/list.yaml document 1 item 1): spec.project",
 				"Application argocd/api (testdata/import/list.yaml document 1 item 1): status",
-				"Application argocd/web (testdata/import/list.yaml document 1 item 2): spec.project",
 			},
 			errors: []string{
 				"open testdata/import/missing.yaml: no such file",
-				"Application argocd/payments (testdata/import/unsupported.yaml document 1): spec.project: AppProjects are not supported",
+				"Application argocd/payments (testdata/import/unsupported.yaml document 1): spec.source.plugin: config management plugins are not supported",
 				"Secret eks (testdata/import/unsupported.yaml document 2): stringData.config.awsAuthConfig: AWS IAM authentication is not supported",
-				"Deployment not-argo (testdata/import/unsupported.yaml document 3): not an Argo CD Application, ApplicationSet, cluster or repository Secret",
+				"Deployment not-argo (testdata/import/unsupported.yaml document 3): not an Argo CD Application, ApplicationSet, AppProject, cluster or repository Secret",
+				"AppProject argocd/signed (testdata/import/unsupported.yaml document 4): spec.signatureKeys: navarch does not verify commit signatures",
 			},
 			wantErr: true,
 		},
@@ -205,6 +198,7 @@ apiVersion: navarch.io/v1alpha1
 kind: Application
 metadata: {name: redis, namespace: argocd}
 spec:
+  project: default
   sources:
   - repoURL: https://charts.bitnami.com/bitnami
     chart: redis
@@ -223,6 +217,7 @@ apiVersion: navarch.io/v1alpha1
 kind: Application
 metadata: {name: nginx, namespace: argocd}
 spec:
+  project: default
   source:
     repoURL: oci://registry-1.docker.io/bitnamicharts
     chart: nginx
@@ -232,9 +227,44 @@ spec:
   revisionHistoryLimit: 10
 `,
 			warnings: []string{
-				"Application argocd/redis (testdata/import/helm-sources.yaml document 1): spec.project: dropped",
-				"Application argocd/nginx (testdata/import/helm-sources.yaml document 2): spec.project: dropped",
 				`Application argocd/nginx (testdata/import/helm-sources.yaml document 2): spec.source.repoURL: becomes "oci://registry-1.docker.io/bitnamicharts"`,
+			},
+		},
+		{
+			name: "an AppProject with every field navarch has, and Argo CD-only fields that are safe to drop",
+			file: "testdata/import/appproject.yaml",
+			want: `
+apiVersion: navarch.io/v1alpha1
+kind: Project
+metadata:
+  name: payments
+  namespace: navarch-system
+  labels: {team: payments}
+spec:
+  description: Payments services
+  sourceRepos: ['https://github.com/org/payments*', '!https://github.com/org/payments-legacy.git']
+  destinations:
+  - {name: in-cluster, namespace: payments-*}
+  - {server: 'https://prod-eu.example.com:6443', namespace: payments}
+  - {name: '*', server: '*', namespace: '!kube-system'}
+  clusterResourceWhitelist: [{group: '', kind: Namespace}]
+  clusterResourceBlacklist: [{group: rbac.authorization.k8s.io, kind: '*'}]
+  namespaceResourceWhitelist: [{group: '*', kind: '*'}]
+  namespaceResourceBlacklist: [{group: '', kind: ResourceQuota}]
+  sourceNamespaces: [payments]
+  syncWindows:
+  - {kind: deny, schedule: '0 22 * * 5', duration: 60h, applications: ['*'], manualSync: true, timeZone: Europe/Berlin}
+`,
+			warnings: []string{
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.orphanedResources: dropped: navarch does not report orphaned resources",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.permitOnlyProjectScopedClusters: dropped: false",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.roles: dropped: navarch has no project roles and tokens; who may see and change Applications is Kubernetes RBAC on their namespace",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.signatureKeys: dropped: empty",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.syncWindows[0].andOperator: dropped: false",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): spec.syncWindows[0].description: dropped: informational only",
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): metadata.finalizers: dropped",
+				`AppProject argocd/payments (testdata/import/appproject.yaml document 1): metadata.namespace: "argocd" becomes "navarch-system": navarch reads Projects in its controller's namespace`,
+				"AppProject argocd/payments (testdata/import/appproject.yaml document 1): status: dropped: a navarch Project has no status",
 			},
 		},
 		{

@@ -59,7 +59,7 @@ type clusterConverter struct {
 var droppedKeys = map[string]string{
 	"namespaces":       "dropped: navarch does not limit a cluster to some namespaces; the credentials' RBAC still does",
 	"clusterResources": "dropped: navarch does not limit a cluster to namespaced resources; the credentials' RBAC still does",
-	"project":          "dropped: navarch has no AppProjects; any Application may name this Cluster (access is Kubernetes RBAC on the Application's namespace)",
+	"project":          "dropped: navarch Clusters belong to no Project; a Project restricts the clusters its Applications deploy to with spec.destinations",
 	"shard":            "dropped: navarch does not shard clusters between controller replicas",
 }
 

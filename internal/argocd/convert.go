@@ -1,10 +1,10 @@
 // Package argocd reads Argo CD YAML as users already have it and converts it to navarch
-// objects: Applications and ApplicationSets (Application, ApplicationSet), cluster Secrets
-// (ClusterSecret), repository Secrets and credential templates (RepositorySecret), and the SSH
-// known hosts ConfigMap (KnownHosts). Every field is accounted for: a field with no meaning in
-// navarch that is safe to drop (e.g. `project: default`) is dropped with a Warning; a field that
-// would change behaviour and that navarch does not support is an error naming it, never
-// silently lost. Native navarch objects go through the same schema check, so a typo is caught
+// objects: Applications and ApplicationSets (Application, ApplicationSet), AppProjects
+// (Project), cluster Secrets (ClusterSecret), repository Secrets and credential templates
+// (RepositorySecret), and the SSH known hosts ConfigMap (KnownHosts). Every field is accounted
+// for: a field with no meaning in navarch that is safe to drop (e.g. an Application's `info`)
+// is dropped with a Warning; a field that would change behaviour and that navarch does not
+// support is an error naming it, never silently lost. Native navarch objects go through the same schema check, so a typo is caught
 // before anything is generated. Warnings and errors name fields and never show a credential.
 package argocd
 
@@ -23,7 +23,7 @@ import (
 	"github.com/navarch-io/navarch/config/crd"
 )
 
-// APIVersion is the apiVersion of Argo CD's Application and ApplicationSet.
+// APIVersion is the apiVersion of Argo CD's Application, ApplicationSet and AppProject.
 const APIVersion = "argoproj.io/v1alpha1"
 
 // Warning is a field dropped or rewritten on conversion.
@@ -59,7 +59,7 @@ func (e ConvertErrors) Error() string {
 // navarch's or Argo CD's apiVersion, into navarch's type.
 func ApplicationSet(obj map[string]any) (*navarchv1.ApplicationSet, []Warning, error) {
 	out := &navarchv1.ApplicationSet{}
-	warnings, err := convert(obj, "ApplicationSet", "applicationsets.navarch.io", out)
+	warnings, err := convert(obj, applicationSetKind, out)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -69,16 +69,36 @@ func ApplicationSet(obj map[string]any) (*navarchv1.ApplicationSet, []Warning, e
 // Application converts an Application in either apiVersion into navarch's type.
 func Application(obj map[string]any) (*navarchv1.Application, []Warning, error) {
 	out := &navarchv1.Application{}
-	warnings, err := convert(obj, "Application", "applications.navarch.io", out)
+	warnings, err := convert(obj, applicationKind, out)
 	if err != nil {
 		return nil, warnings, err
 	}
 	return out, warnings, nil
 }
 
+// kindRules say how documents of one kind convert.
+type kindRules struct {
+	// kind is navarch's kind, argoKind Argo CD's.
+	kind, argoKind string
+	// crd names navarch's CustomResourceDefinition, whose schema every field is checked against.
+	crd string
+	// field decides what happens to one field of an Argo CD document.
+	field func(field, key string, val any) rule
+	// object applies the rules that look at several fields of one object, before the fields
+	// themselves are walked, to Argo CD and navarch documents alike. It may edit obj.
+	object func(c *converter, path string, obj map[string]any)
+}
+
+var (
+	applicationKind = kindRules{kind: "Application", argoKind: "Application", crd: "applications.navarch.io",
+		field: argoRule, object: (*converter).argoObjectRules}
+	applicationSetKind = kindRules{kind: "ApplicationSet", argoKind: "ApplicationSet", crd: "applicationsets.navarch.io",
+		field: argoRule, object: (*converter).argoObjectRules}
+)
+
 // convert checks and converts obj's spec (and operation, for Applications) into out.
-func convert(obj map[string]any, kind, crdName string, out any) ([]Warning, error) {
-	c, err := newConverter(obj, kind, crdName)
+func convert(obj map[string]any, kind kindRules, out any) ([]Warning, error) {
+	c, err := newConverter(obj, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +114,7 @@ func convert(obj map[string]any, kind, crdName string, out any) ([]Warning, erro
 }
 
 type converter struct {
+	kind     kindRules
 	argo     bool
 	schema   apiextensionsv1.JSONSchemaProps
 	warnings []Warning
@@ -105,21 +126,27 @@ type converter struct {
 	templateSpecSchema *apiextensionsv1.JSONSchemaProps
 }
 
-func newConverter(obj map[string]any, kind, crdName string) (*converter, error) {
+func newConverter(obj map[string]any, kind kindRules) (*converter, error) {
 	apiVersion, _ := obj["apiVersion"].(string)
 	gotKind, _ := obj["kind"].(string)
-	if gotKind != kind {
-		return nil, fmt.Errorf("kind: want %s, got %q", kind, gotKind)
-	}
-	c := &converter{}
-	switch apiVersion {
-	case APIVersion:
+	c := &converter{kind: kind}
+	switch {
+	case gotKind == kind.argoKind && apiVersion == APIVersion:
 		c.argo = true
-	case navarchv1.GroupVersion.String():
-	default:
+	case gotKind == kind.kind && apiVersion == navarchv1.GroupVersion.String():
+	case gotKind != kind.kind && gotKind != kind.argoKind:
+		if kind.kind == kind.argoKind {
+			return nil, fmt.Errorf("kind: want %s, got %q", kind.kind, gotKind)
+		}
+		return nil, fmt.Errorf("kind: want %s or Argo CD's %s, got %q", kind.kind, kind.argoKind, gotKind)
+	case kind.kind == kind.argoKind:
 		return nil, fmt.Errorf("apiVersion: want %s or %s, got %q", navarchv1.GroupVersion, APIVersion, apiVersion)
+	case gotKind == kind.argoKind:
+		return nil, fmt.Errorf("apiVersion: want %s for an %s, got %q", APIVersion, kind.argoKind, apiVersion)
+	default:
+		return nil, fmt.Errorf("apiVersion: want %s for a %s, got %q", navarchv1.GroupVersion, kind.kind, apiVersion)
 	}
-	schema, err := schemaOf(crdName)
+	schema, err := schemaOf(kind.crd)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +166,7 @@ func newConverter(obj map[string]any, kind, crdName string) (*converter, error) 
 func (c *converter) finish(obj map[string]any, out any) error {
 	converted := map[string]any{
 		"apiVersion": navarchv1.GroupVersion.String(),
-		"kind":       obj["kind"],
+		"kind":       c.kind.kind,
 		"metadata":   c.metadata(obj["metadata"]),
 		"spec":       obj["spec"],
 	}
@@ -244,14 +271,14 @@ func (c *converter) fail(field, msg string) {
 // walk checks obj against schema, applying the Argo CD rules on the way. It edits obj in place
 // (dropping ignorable fields, rewriting finalizers).
 func (c *converter) walk(path string, obj map[string]any, schema apiextensionsv1.JSONSchemaProps) {
-	if c.argo {
-		c.argoObjectRules(path, obj)
+	if c.kind.object != nil {
+		c.kind.object(c, path, obj)
 	}
 	for _, key := range sortedKeys(obj) {
 		field := path + "." + key
 		val := obj[key]
 		if c.argo {
-			switch rule := argoRule(field, key, val); rule.action {
+			switch rule := c.kind.field(field, key, val); rule.action {
 			case drop:
 				delete(obj, key)
 				c.warn(field, rule.message)

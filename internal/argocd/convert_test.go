@@ -63,14 +63,62 @@ func TestApplicationSetFromArgoCD(t *testing.T) {
 	if len(tmpl.Metadata.Finalizers) != 1 || tmpl.Metadata.Finalizers[0] != navarchv1.FinalizerResources {
 		t.Errorf("template finalizers = %v, want [%s]", tmpl.Metadata.Finalizers, navarchv1.FinalizerResources)
 	}
-	got := map[string]bool{}
-	for _, w := range warnings {
-		got[w.Field] = true
+	if tmpl.Spec.Project != "default" {
+		t.Errorf("template project %q, want default kept", tmpl.Spec.Project)
 	}
-	for _, want := range []string{"spec.template.spec.project", "spec.template.metadata.finalizers"} {
-		if !got[want] {
-			t.Errorf("no warning for %s; warnings: %v", want, warnings)
-		}
+	assertWarnings(t, warnings, []string{"spec.template.metadata.finalizers"})
+}
+
+// spec.project, the plugin generator and spec.preservedFields mean in navarch what they mean
+// in Argo CD, so they are kept as they are, templated values included.
+func TestProjectsPluginsAndPreservedFieldsAreKept(t *testing.T) {
+	set, warnings, err := ApplicationSet(decode(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: teams, namespace: argocd}
+spec:
+  goTemplate: true
+  preservedFields: {annotations: [example.com/owner], labels: [tier]}
+  generators:
+  - plugin:
+      configMapRef: {name: teams-plugin}
+      input: {parameters: {org: acme, limit: 10, tags: [a, b]}}
+      requeueAfterSeconds: 300
+      values: {env: prod}
+      template:
+        metadata: {}
+        spec: {project: 'team-{{.team}}-override'}
+  - matrix:
+      generators:
+      - plugin: {configMapRef: {name: other}}
+      - list: {elements: [{team: b}]}
+  template:
+    metadata: {name: '{{.team}}'}
+    spec:
+      project: 'team-{{.team}}'
+      source: {repoURL: https://github.com/org/deploy.git, targetRevision: main, path: '{{.team}}'}
+      destination: {name: prod, namespace: '{{.team}}'}`))
+	if err != nil {
+		t.Fatalf("does not convert: %v", err)
+	}
+	assertWarnings(t, warnings, nil)
+	if got := set.Spec.Template.Spec.Project; got != "team-{{.team}}" {
+		t.Errorf("template project %q, want the templated value kept", got)
+	}
+	p := set.Spec.Generators[0].Plugin
+	if p == nil || p.ConfigMapRef.Name != "teams-plugin" || p.RequeueAfterSeconds == nil || *p.RequeueAfterSeconds != 300 ||
+		p.Values["env"] != "prod" || string(p.Input.Parameters["limit"].Raw) != "10" {
+		t.Fatalf("plugin generator not carried over: %+v", p)
+	}
+	if p.Template == nil || !strings.Contains(string(p.Template.Spec.Raw), `"project":"team-{{.team}}-override"`) {
+		t.Errorf("plugin template override not carried over: %+v", p.Template)
+	}
+	if nested := set.Spec.Generators[1].Matrix; nested == nil || nested.Generators[0].Plugin == nil || nested.Generators[0].Plugin.ConfigMapRef.Name != "other" {
+		t.Errorf("nested plugin generator not carried over: %+v", nested)
+	}
+	pf := set.Spec.PreservedFields
+	if pf == nil || len(pf.Annotations) != 1 || pf.Annotations[0] != "example.com/owner" || len(pf.Labels) != 1 || pf.Labels[0] != "tier" {
+		t.Errorf("preservedFields not carried over: %+v", pf)
 	}
 }
 
@@ -80,7 +128,7 @@ func TestConversionRefusesWhatWouldChangeBehaviour(t *testing.T) {
 		fields     []string
 	}{
 		{
-			name: "a restricting AppProject, a plugin, Helm 2, an OCI artifact that is not a chart",
+			name: "a config management plugin, Helm 2, an OCI artifact that is not a chart",
 			yaml: `
 apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -92,7 +140,7 @@ spec:
   - {repoURL: 'https://github.com/org/config.git', path: redis, plugin: {name: sops}}
   - {repoURL: 'oci://registry.example.com/manifests', targetRevision: 1.0.0, path: .}
   destination: {name: prod}`,
-			fields: []string{"spec.project", "spec.sources[0].helm.version", "spec.sources[1].plugin", "spec.sources[2].repoURL"},
+			fields: []string{"spec.sources[0].helm.version", "spec.sources[1].plugin", "spec.sources[2].repoURL"},
 		},
 		{
 			name: "unsupported generators and providers, nested in a matrix",
@@ -101,7 +149,6 @@ apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: {name: s}
 spec:
-  preservedFields: {annotations: [a]}
   generators:
   - scmProvider: {gitlab: {group: org}}
   - matrix:
@@ -122,7 +169,6 @@ spec:
 				"spec.generators[1].matrix.generators[0].pullRequest.gitlab",
 				"spec.generators[1].matrix.generators[1].matrix.generators[0].clusters.flatList",
 				"spec.generators[1].matrix.generators[1].matrix.generators[1].list.unknownKnob",
-				"spec.preservedFields",
 				"spec.template.spec.source.directory.jsonnet",
 				"spec.template.spec.syncPolicy.managedNamespaceMetadata",
 			},

@@ -35,18 +35,13 @@ var indices = regexp.MustCompile(`\[\d+\]`)
 // wholeTemplate matches a value that is one template expression, such as '{{.repoURL}}'.
 var wholeTemplate = regexp.MustCompile(`^\s*\{\{[^{}]*\}\}\s*$`)
 
-// argoRule decides what happens to one Argo CD field. field is its full path; key its name.
+// argoRule decides what happens to one field of an Argo CD Application or ApplicationSet.
+// field is its full path; key its name. Fields navarch has under the same name and meaning
+// (spec.project, the plugin generator, spec.preservedFields, ...) are kept.
 func argoRule(field, key string, val any) rule {
 	generic := indices.ReplaceAllString(field, "[]")
 	parent := generic[:strings.LastIndex(generic, ".")]
 	switch {
-	case key == "project" && strings.HasSuffix(parent, "spec"):
-		if val != "default" {
-			// A project other than default restricts what the Application may do; dropping it
-			// would silently widen that.
-			return rule{action: unsupported, message: "AppProjects are not supported; only `project: default` (no restrictions) can be dropped safely"}
-		}
-		return rule{action: drop, message: "dropped: navarch has no AppProjects (access is Kubernetes RBAC on the Application's namespace)"}
 	case key == "info" && strings.HasSuffix(parent, "spec"):
 		return rule{action: drop, message: "dropped: informational only"}
 	case generic == "spec.applyNestedSelectors":
@@ -57,12 +52,10 @@ func argoRule(field, key string, val any) rule {
 		return rule{action: unsupported, message: "jsonnet is not supported"}
 	case key == "managedNamespaceMetadata":
 		return rule{action: unsupported, message: "managed namespace metadata is not supported; add a Namespace manifest to the source instead"}
-	case generic == "spec.preservedFields":
-		return rule{action: unsupported, message: "not supported; list the fields in spec.ignoreApplicationDifferences instead"}
 	case key == "flatList" && strings.HasSuffix(parent, "clusters"):
 		return rule{action: unsupported, message: "flatList is not supported"}
-	case isGeneratorEntry(parent) && (key == "clusterDecisionResource" || key == "plugin"):
-		return rule{action: unsupported, message: "the " + key + " generator is not supported"}
+	case isGeneratorEntry(parent) && key == "clusterDecisionResource":
+		return rule{action: unsupported, message: "the clusterDecisionResource generator is not supported"}
 	case strings.HasSuffix(parent, "pullRequest") && !slices.Contains(pullRequestFields, key):
 		return rule{action: unsupported, message: "the " + key + " pull-request provider is not supported; only github is"}
 	case strings.HasSuffix(parent, "scmProvider") && !slices.Contains(scmProviderFields, key):
@@ -119,9 +112,13 @@ func helmVersionRule(val any) rule {
 	return rule{action: unsupported, message: "only Helm v3 is supported"}
 }
 
-// argoObjectRules applies the rules that look at several fields of one object, before the
-// fields themselves are walked. It edits obj in place.
+// argoObjectRules applies the rules that look at several fields of one object of an Argo CD
+// Application or ApplicationSet, before the fields themselves are walked. It edits obj in
+// place.
 func (c *converter) argoObjectRules(path string, obj map[string]any) {
+	if !c.argo {
+		return
+	}
 	generic := indices.ReplaceAllString(path, "[]")
 	if generic == "spec" || strings.HasSuffix(generic, ".spec") {
 		if _, ok := obj["sources"]; ok {

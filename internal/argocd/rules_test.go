@@ -80,8 +80,10 @@ spec:
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("helm\n got %+v\nwant %+v", got, want)
 				}
+				if spec.Project != "default" {
+					t.Errorf("project %q, want default kept", spec.Project)
+				}
 			},
-			warnings: []string{"spec.project"},
 		},
 		{
 			name: "an ApplicationSet template with sources, and a generator overriding them",
@@ -113,7 +115,6 @@ spec:
 					t.Errorf("template sources %+v", spec.Sources)
 				}
 			},
-			warnings: []string{"spec.template.spec.project"},
 		},
 		{
 			name: "source next to sources, which Argo CD ignores",

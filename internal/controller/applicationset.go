@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -68,6 +70,9 @@ type ApplicationSetReconciler struct {
 	// GitHub serves pullRequest and scmProvider generators and writes commit statuses;
 	// without it those generators fail with an error naming their field.
 	GitHub *scm.GitHub
+	// Plugins asks generator plugins for the parameter sets of plugin generators; without it
+	// those generators fail with an error naming their field.
+	Plugins generators.PluginCaller
 	// Events records rollout transitions as Kubernetes Events; optional.
 	Events recorder.EventRecorder
 
@@ -101,9 +106,11 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	before := set.Status.DeepCopy()
 	in := generators.Inputs{
-		Git:          r.Git,
-		Clusters:     clusterLister{r.Client},
-		MaxParamSets: r.MaxParamSets,
+		Git:                r.Git,
+		Clusters:           clusterLister{r.Client},
+		Plugins:            r.Plugins,
+		ApplicationSetName: set.Name,
+		MaxParamSets:       r.MaxParamSets,
 	}
 	var github *scm.Providers
 	if r.GitHub != nil {
@@ -357,8 +364,9 @@ func (r *ApplicationSetReconciler) desired(set *navarchv1.ApplicationSet, app *n
 }
 
 // merged returns live with desired's spec, labels, annotations, the resources finalizer and
-// the owner reference applied, and whether that changes anything. Labels and annotations set by others
-// are kept; ignoreApplicationDifferences fields keep their live value.
+// the owner reference applied, and whether that changes anything. ignoreApplicationDifferences
+// fields keep their live value. Labels and annotations are replaced wholesale, as Argo CD does,
+// except the preserved ones (keptMetadata): a key the template no longer sets is removed.
 func merged(set *navarchv1.ApplicationSet, desired, live *navarchv1.Application) (*navarchv1.Application, bool, error) {
 	if err := appset.IgnoreDifferences(set.Spec.IgnoreApplicationDifferences, desired, live); err != nil {
 		return nil, false, err
@@ -369,20 +377,20 @@ func merged(set *navarchv1.ApplicationSet, desired, live *navarchv1.Application)
 		out.Spec = desired.Spec
 		changed = true
 	}
+	var preserved navarchv1.ApplicationPreservedFields
+	if set.Spec.PreservedFields != nil {
+		preserved = *set.Spec.PreservedFields
+	}
 	for _, m := range []struct {
 		have *map[string]string
 		want map[string]string
 	}{
-		{&out.Labels, desired.Labels}, {&out.Annotations, desired.Annotations},
+		{&out.Labels, keptMetadata(desired.Labels, live.Labels, preserved.Labels)},
+		{&out.Annotations, keptMetadata(desired.Annotations, live.Annotations, slices.Concat(preserved.Annotations, argoPreservedAnnotations))},
 	} {
-		for k, v := range m.want {
-			if cur, ok := (*m.have)[k]; !ok || cur != v {
-				if *m.have == nil {
-					*m.have = map[string]string{}
-				}
-				(*m.have)[k] = v
-				changed = true
-			}
+		if !maps.Equal(*m.have, m.want) {
+			*m.have = m.want
+			changed = true
 		}
 	}
 	for _, f := range desired.Finalizers {
@@ -400,6 +408,35 @@ func merged(set *navarchv1.ApplicationSet, desired, live *navarchv1.Application)
 		changed = true
 	}
 	return out, changed, nil
+}
+
+// argoPreservedAnnotations are annotations other tools write on Applications that an update
+// keeps, whatever the template says, as Argo CD's ApplicationSet controller does: Argo CD
+// Notifications' delivery state, and a refresh request not yet handled.
+var argoPreservedAnnotations = []string{"notified.notifications.argoproj.io", "argocd.argoproj.io/refresh"}
+
+// keptMetadata is what the labels (or annotations) of a live Application become on update:
+// the template's, plus two kinds of live keys with their live values. The live keys the
+// template does not set that navarch or kubectl own: navarch.io/ keys, which navarch's
+// controllers and CLI write (refresh, terminate-operation, automated-sync-paused,
+// prune-confirmed, ...), and kubectl's last-applied-configuration. And the preserved keys
+// (preservedFields, argoPreservedAnnotations), whose live value wins even over the template's.
+func keptMetadata(desired, live map[string]string, preserved []string) map[string]string {
+	out := maps.Clone(desired)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range live {
+		if _, templated := desired[k]; !templated && (strings.HasPrefix(k, "navarch.io/") || k == corev1.LastAppliedConfigAnnotation) {
+			out[k] = v
+		}
+	}
+	for _, k := range preserved {
+		if v, ok := live[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // deletionBudget is how many Applications one pass may delete, and whether there is a limit.

@@ -32,6 +32,7 @@ import (
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/credentials"
 	"github.com/navarch-io/navarch/internal/gitrepo"
+	"github.com/navarch-io/navarch/internal/plugin"
 	"github.com/navarch-io/navarch/internal/scheme"
 	"github.com/navarch-io/navarch/internal/scm"
 )
@@ -60,7 +61,8 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Namespaces restricts the ApplicationSets and Applications watched; empty means all.
 	Namespaces []string
-	// SystemNamespace holds repository credential Secrets. Default "navarch-system".
+	// SystemNamespace holds repository credential Secrets, and the ConfigMaps and token
+	// Secrets of generator plugins. Default "navarch-system".
 	SystemNamespace string
 	// ApplicationSetConcurrency is the number of ApplicationSets reconciled at once. Default 4.
 	ApplicationSetConcurrency int
@@ -276,6 +278,7 @@ func Run(ctx context.Context, opts Options) error {
 			Projects:         projs,
 			Git:              appset.GitReader(reader, creds.Lookup),
 			GitHub:           github,
+			Plugins:          &plugin.Caller{Reader: apiReader, Namespace: opts.SystemNamespace},
 			Events:           mgr.GetEventRecorder("navarch"),
 			WriteConcurrency: opts.WriteConcurrency,
 			MaxParamSets:     opts.MaxParamSets,
@@ -292,6 +295,8 @@ func Run(ctx context.Context, opts Options) error {
 
 // +kubebuilder:rbac:groups="",namespace=navarch-system,resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=navarch-system,resources=configmaps,verbs=get;list;watch
+// Generator plugins are configured by ConfigMaps of the system namespace whose token refers to
+// a Secret there; both are read one by one, uncached (get, above).
 // The GitHub credentials of pullRequest and scmProvider generators (tokenRef, appSecretName)
 // are Secrets in each ApplicationSet's own namespace, read one by one, never listed.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
