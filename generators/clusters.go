@@ -9,10 +9,8 @@ import (
 	"time"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/destination"
 )
-
-// inClusterServer is the API server URL of the management cluster as seen from inside it.
-const inClusterServer = "https://kubernetes.default.svc"
 
 // lastAppliedAnnotation is kubectl's copy of the whole object; it is not a parameter anyone
 // wants, and it would make every parameter set as large as the Cluster object.
@@ -84,7 +82,7 @@ func (g Clusters) Params(ctx context.Context, in Inputs) ([]map[string]any, erro
 func clusterParams(c *navarchv1.Cluster, goTemplate bool) map[string]any {
 	server := c.Spec.Server
 	if server == "" && c.Spec.InCluster {
-		server = inClusterServer
+		server = destination.InClusterServer
 	}
 	params := map[string]any{
 		"name":           c.Name,

@@ -154,12 +154,12 @@ func (o *generateOptions) expand(ctx context.Context, sets []*navarchv1.Applicat
 			if errors.Is(err, generators.ErrNoClusterLister) {
 				err = fmt.Errorf("%w; pass --clusters FILE or --kubeconfig", err)
 			}
-			fmt.Fprintf(stderr, "error: ApplicationSet %s: %v\n", set.Name, err)
+			fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("error: ApplicationSet %s: %v", set.Name, err)))
 			failed = true
 			continue
 		}
 		for _, p := range exp.Problems {
-			fmt.Fprintf(stderr, "error: ApplicationSet %s: Application %q: %v\n", set.Name, p.Name, p.Err)
+			fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("error: ApplicationSet %s: Application %q: %v", set.Name, p.Name, p.Err)))
 			failed = true
 		}
 		all = append(all, exp.Applications...)
@@ -202,7 +202,7 @@ func readApplicationSets(files []string, stderr io.Writer) ([]*navarchv1.Applica
 				name = set.Name
 			}
 			for _, w := range warnings {
-				fmt.Fprintf(stderr, "warning: %s: %s\n", name, w)
+				fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("warning: %s: %s", name, w)))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s:\n%w", name, err)
@@ -305,18 +305,15 @@ func (l liveClusters) ListClusters(ctx context.Context) ([]navarchv1.Cluster, er
 func printApplications(out io.Writer, apps []*navarchv1.Application, format string) error {
 	switch format {
 	case "json":
-		if apps == nil {
-			// A list, even an empty one: `[]`, never `null`, for jq and other readers.
-			apps = []*navarchv1.Application{}
-		}
-		data, err := json.MarshalIndent(apps, "", "  ")
+		// A list, even an empty one: `[]`, never `null`, for jq and other readers.
+		data, err := json.MarshalIndent(redactSources(apps), "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(out, string(data))
 		return err
 	case "yaml":
-		for i, app := range apps {
+		for i, app := range redactSources(apps) {
 			data, err := yaml.Marshal(app)
 			if err != nil {
 				return err
@@ -354,9 +351,25 @@ func printApplications(out io.Writer, apps []*navarchv1.Application, format stri
 			}
 			row += fmt.Sprintf("\t%s\t%s", app.Labels[navarchv1.LabelApplicationSet], auto)
 		}
-		fmt.Fprintln(w, row)
+		fmt.Fprintln(w, redactUserInfo(row))
 	}
 	return w.Flush()
+}
+
+// redactSources returns copies of apps without the user info of their sources' repoURLs. The
+// API server refuses a repoURL with credentials, but an ApplicationSet may still produce one,
+// and no output shows it. An SSH user name, which is no secret, is kept.
+func redactSources(apps []*navarchv1.Application) []*navarchv1.Application {
+	out := make([]*navarchv1.Application, len(apps))
+	for i, app := range apps {
+		app = app.DeepCopy()
+		app.Spec.Source.RepoURL = gitrepo.RedactURL(app.Spec.Source.RepoURL)
+		for j := range app.Spec.Sources {
+			app.Spec.Sources[j].RepoURL = gitrepo.RedactURL(app.Spec.Sources[j].RepoURL)
+		}
+		out[i] = app
+	}
+	return out
 }
 
 type diffRow struct {

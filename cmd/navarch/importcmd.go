@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/argocd"
+	"github.com/navarch-io/navarch/internal/gitrepo"
 )
 
 type importOptions struct {
@@ -33,7 +35,8 @@ Every field that is not carried over is named in a warning on stderr.
                                  meaning in navarch (info, ...) are dropped with a warning,
                                  fields it cannot honour are errors. project, Helm charts
                                  (chart, helm) and several sources (sources, ref) are kept; a
-                                 chart repoURL without a scheme gets oci://.
+                                 chart repoURL without a scheme gets oci://, and
+                                 credentials in a repoURL are dropped.
   AppProject                     a Project of the same name in --system-namespace, its fields
                                  copied. roles and orphanedResources are dropped with a warning;
                                  signatureKeys, destinationServiceAccounts,
@@ -86,7 +89,7 @@ func (o *importOptions) run(stdout, stderr io.Writer) error {
 	for _, file := range o.files {
 		objs, err := readDocuments(file)
 		if err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
+			fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("error: %v", err)))
 			unreadable++
 			continue
 		}
@@ -100,17 +103,26 @@ func (o *importOptions) run(stdout, stderr io.Writer) error {
 	printed := 0
 	for _, d := range docs {
 		objs, warnings, err := o.convert(d.obj)
+		var maps []map[string]any
+		for _, obj := range objs {
+			m, dropped, mapErr := importedMap(obj)
+			if mapErr != nil {
+				return mapErr
+			}
+			maps = append(maps, m)
+			warnings = append(warnings, dropped...)
+		}
 		label := d.label()
 		for _, w := range warnings {
-			fmt.Fprintf(stderr, "warning: %s: %s\n", label, w)
+			fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("warning: %s: %s", label, w)))
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "error: %s: %s\n", label, indentLines(err.Error()))
+			fmt.Fprintln(stderr, redactUserInfo(fmt.Sprintf("error: %s: %s", label, indentLines(err.Error()))))
 			failed++
 			continue
 		}
-		for _, obj := range objs {
-			if err := printImported(stdout, obj, printed > 0); err != nil {
+		for _, m := range maps {
+			if err := printImported(stdout, m, printed > 0); err != nil {
 				return err
 			}
 			printed++
@@ -244,13 +256,55 @@ func (o *importOptions) placeIn(obj client.Object, in map[string]any) []argocd.W
 	return warnings
 }
 
-// printImported prints one converted object as a YAML document, without status.
-func printImported(out io.Writer, obj client.Object, separate bool) error {
+// importedMap is one converted object as it is printed: without status, and without the user
+// info of its repoURLs, with a warning for each. navarch refuses credentials in a repository
+// URL, and import never prints them.
+func importedMap(obj client.Object) (map[string]any, []argocd.Warning, error) {
 	m, err := objectMap(obj)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	delete(m, "status")
+	var warnings []argocd.Warning
+	redactRepoURLs(m, "", &warnings)
+	return m, warnings, nil
+}
+
+// redactRepoURLs removes the user info of every repoURL in v, a generic object below the
+// field path, keeping an SSH user name, which is no secret.
+func redactRepoURLs(v any, path string, warnings *[]argocd.Warning) {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			field := k
+			if path != "" {
+				field = path + "." + k
+			}
+			s, ok := t[k].(string)
+			if !ok || k != "repoURL" {
+				redactRepoURLs(t[k], field, warnings)
+				continue
+			}
+			if redacted := gitrepo.RedactURL(s); redacted != s {
+				t[k] = redacted
+				*warnings = append(*warnings, argocd.Warning{Field: field, Message: "credentials removed: navarch refuses " +
+					"them in a URL; keep them in a repository Secret (navarch import converts Argo CD's)"})
+			}
+		}
+	case []any:
+		for i, e := range t {
+			redactRepoURLs(e, fmt.Sprintf("%s[%d]", path, i), warnings)
+		}
+	}
+}
+
+// printImported prints one converted object as a YAML document.
+func printImported(out io.Writer, m map[string]any, separate bool) error {
 	data, err := yaml.Marshal(m)
 	if err != nil {
 		return err
