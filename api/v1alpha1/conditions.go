@@ -38,6 +38,29 @@ const (
 	ReasonRateLimitOK            = "RateLimitOK"
 )
 
+// ApplicationSet RolloutProgressing condition reasons, one per rollout phase
+// (status.rollout.phase), and one for a strategy that cannot run.
+const (
+	// ReasonRolloutProgressing (RolloutProgressing True): the current step is syncing or
+	// soaking its Applications.
+	ReasonRolloutProgressing = "RolloutProgressing"
+	// ReasonRolloutWaiting (RolloutProgressing True): the current step requires approval
+	// before it syncs; the AnnotationPromote annotation gives it.
+	ReasonRolloutWaiting = "WaitingForApproval"
+	// ReasonRolloutPaused (RolloutProgressing True): the AnnotationRolloutPaused annotation
+	// stops the rollout from starting syncs.
+	ReasonRolloutPaused = "RolloutPaused"
+	// ReasonRolloutHalted (RolloutProgressing False): a step had more failures than its
+	// maxFailures allows or passed its progressDeadline; later steps are untouched until a
+	// new revision restarts the rollout.
+	ReasonRolloutHalted = "RolloutHalted"
+	// ReasonRolloutCompleted (RolloutProgressing False): every step is done.
+	ReasonRolloutCompleted = "RolloutCompleted"
+	// ReasonInvalidStrategy (RolloutProgressing False): spec.strategy.rollingSync cannot be
+	// compiled, e.g. a step's matchExpressions has an unknown operator; nothing is synced.
+	ReasonInvalidStrategy = "InvalidStrategy"
+)
+
 // Application condition types.
 const (
 	// ApplicationComparisonError is True when the source could not be fetched, rendered or

@@ -156,7 +156,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 	p := r.plan(set, exp, existing)
-	done := r.execute(ctx, p)
+	done := r.execute(ctx, &p)
 	for _, app := range p.delete {
 		r.commitStatuses.written.Delete(app.UID)
 	}
@@ -251,6 +251,9 @@ const (
 	holdProblems
 	// holdBudget: more deletions than spec.syncPolicy.maxDeletions allows, unconfirmed.
 	holdBudget
+	// holdWrites: a create or update failed, e.g. the API server refused a new rendering.
+	// As with holdProblems, the Applications that look gone may be the ones it replaces.
+	holdWrites
 )
 
 func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *appset.Expansion, existing map[string]*navarchv1.Application) plan {
@@ -460,13 +463,11 @@ type applied struct {
 	errs map[string]error
 }
 
-// execute writes the plan with bounded concurrency.
-func (r *ApplicationSetReconciler) execute(ctx context.Context, p plan) applied {
-	log := ctrl.LoggerFrom(ctx)
-	type write struct {
-		app *navarchv1.Application
-		op  string
-	}
+// execute writes the plan with bounded concurrency: the creates and updates first, then the
+// deletions, and those only if every create and update succeeded. Otherwise it holds them
+// (holdWrites in p), so that a pass never deletes the Applications a refused one replaces.
+func (r *ApplicationSetReconciler) execute(ctx context.Context, p *plan) applied {
+	out := applied{errs: map[string]error{}}
 	var writes []write
 	for _, a := range p.create {
 		writes = append(writes, write{a, "create"})
@@ -474,9 +475,31 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, p plan) applied 
 	for _, a := range p.update {
 		writes = append(writes, write{a, "update"})
 	}
-	for _, a := range p.delete {
-		writes = append(writes, write{a, "delete"})
+	r.writeAll(ctx, p, writes, &out)
+	if len(p.delete) == 0 {
+		return out
 	}
+	if len(out.errs) > 0 {
+		p.held, p.heldBy, p.delete, p.deferred = len(p.delete)+p.deferred, holdWrites, nil, 0
+		return out
+	}
+	deletes := make([]write, 0, len(p.delete))
+	for _, a := range p.delete {
+		deletes = append(deletes, write{a, "delete"})
+	}
+	r.writeAll(ctx, p, deletes, &out)
+	return out
+}
+
+// write is one Application write of a pass.
+type write struct {
+	app *navarchv1.Application
+	op  string
+}
+
+// writeAll makes writes, at most WriteConcurrency at a time, and counts them in out.
+func (r *ApplicationSetReconciler) writeAll(ctx context.Context, p *plan, writes []write, out *applied) {
+	log := ctrl.LoggerFrom(ctx)
 	errs := make([]error, len(writes))
 	wrote := make([]bool, len(writes))
 	g := errgroup.Group{}
@@ -506,7 +529,6 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, p plan) applied 
 		})
 	}
 	_ = g.Wait()
-	out := applied{errs: map[string]error{}}
 	for i, w := range writes {
 		if errs[i] != nil {
 			out.errs[w.app.Name] = errs[i]
@@ -523,7 +545,6 @@ func (r *ApplicationSetReconciler) execute(ctx context.Context, p plan) applied 
 			out.deleted++
 		}
 	}
-	return out
 }
 
 // summarise sets the conditions and the Application list of the status.
@@ -588,8 +609,12 @@ func (r *ApplicationSetReconciler) summarise(set *navarchv1.ApplicationSet, exp 
 		setCondition(set, navarchv1.ApplicationSetResourcesUpToDate, false, navarchv1.ReasonDeletionBudgetExceeded, msg)
 	case len(problems) > 0:
 		msg := fmt.Sprintf("%d Applications could not be written: %s", len(problems), truncate(strings.Join(problems, "; "), 2000))
-		if p.heldBy == holdProblems {
+		switch p.heldBy {
+		case holdProblems:
 			msg = fmt.Sprintf("%d Applications could not be written, so deletions are held back: none of the %d Applications no longer generated is deleted until every parameter set renders a valid, unique name and a registered destination: %s",
+				len(problems), p.held, truncate(strings.Join(problems, "; "), 2000))
+		case holdWrites:
+			msg = fmt.Sprintf("%d Applications could not be written, so deletions are held back: none of the %d Applications no longer generated is deleted until every Application is written: %s",
 				len(problems), p.held, truncate(strings.Join(problems, "; "), 2000))
 		}
 		setCondition(set, navarchv1.ApplicationSetErrorOccurred, true, navarchv1.ReasonApplicationError, msg)

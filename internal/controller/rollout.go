@@ -51,16 +51,6 @@ import (
 // The state is kept in status.applicationStatus and status.rollout, written only when it
 // changes, so a rollout that waits costs no writes.
 
-// Reasons of the RolloutProgressing condition.
-const (
-	ReasonRolloutProgressing = "RolloutProgressing"
-	ReasonRolloutWaiting     = "WaitingForApproval"
-	ReasonRolloutPaused      = "RolloutPaused"
-	ReasonRolloutHalted      = "RolloutHalted"
-	ReasonRolloutCompleted   = "RolloutCompleted"
-	ReasonInvalidStrategy    = "InvalidStrategy"
-)
-
 // pendingTimeout is how long a requested sync may show no sign of starting before it is
 // requested again (the request was lost, e.g. the Application was replaced).
 const pendingTimeout = time.Minute
@@ -229,7 +219,7 @@ func (r *ApplicationSetReconciler) rollout(ctx context.Context, set *navarchv1.A
 	settings map[string]syncSettings, live map[string]*navarchv1.Application) time.Duration {
 	steps, err := compileSteps(set)
 	if err != nil {
-		setCondition(set, navarchv1.ApplicationSetRolloutProgressing, false, ReasonInvalidStrategy, err.Error())
+		setCondition(set, navarchv1.ApplicationSetRolloutProgressing, false, navarchv1.ReasonInvalidStrategy, err.Error())
 		return 0
 	}
 	p := &rolloutPass{r: r, set: set, steps: steps, now: metav1.Now()}
@@ -685,15 +675,15 @@ func (p *rolloutPass) setPhase(phase navarchv1.RolloutPhase, msg string) {
 	ro.Phase, ro.Message = phase, msg
 	switch phase {
 	case navarchv1.RolloutPhaseCompleted:
-		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, false, ReasonRolloutCompleted, msg)
+		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, false, navarchv1.ReasonRolloutCompleted, msg)
 	case navarchv1.RolloutPhaseHalted:
-		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, false, ReasonRolloutHalted, msg)
+		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, false, navarchv1.ReasonRolloutHalted, msg)
 	case navarchv1.RolloutPhaseWaitingForApproval:
-		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, ReasonRolloutWaiting, msg)
+		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, navarchv1.ReasonRolloutWaiting, msg)
 	case navarchv1.RolloutPhasePaused:
-		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, ReasonRolloutPaused, msg)
+		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, navarchv1.ReasonRolloutPaused, msg)
 	default:
-		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, ReasonRolloutProgressing, msg+p.unmatched())
+		setCondition(p.set, navarchv1.ApplicationSetRolloutProgressing, true, navarchv1.ReasonRolloutProgressing, msg+p.unmatched())
 	}
 }
 
