@@ -451,8 +451,8 @@ func (e *cliEnv) testInspect(t *testing.T) {
 	})
 	wide := e.mustRun(t, "app", "list", "-A", "-o", "wide", "-l", navarchv1.LabelApplicationSet+"=fleet")
 	cliAssertTable(t, "app list -A -o wide -l", wide, [][]string{
-		{"NAME", "CLUSTER", "NAMESPACE", "SYNC", "HEALTH", "REVISION", "LAST-OP", "REPO", "PATH", "TARGET"},
-		{ns + "/api-prod-eu", "prod-eu", "api", "OutOfSync", "Degraded", "1a2b3c4d", "Failed", "20m", "ago", cliRepo, "apps/api", "main"},
+		{"NAME", "CLUSTER", "NAMESPACE", "SYNC", "HEALTH", "REVISION", "LAST-OP", "REPO", "PATH", "TARGET", "PROJECT"},
+		{ns + "/api-prod-eu", "prod-eu", "api", "OutOfSync", "Degraded", "1a2b3c4d", "Failed", "20m", "ago", cliRepo, "apps/api", "main", "default"},
 	})
 	if len(cliRows(wide)) != 2 {
 		t.Errorf("the label selector let through more than the fleet's Application:\n%s", wide)

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/project"
 )
 
 func newAppCommand() *cobra.Command {
@@ -104,7 +107,7 @@ func sortApplications(apps []navarchv1.Application) {
 func appListRows(apps []navarchv1.Application, wide, allNamespaces bool, now time.Time, p palette) [][]string {
 	header := []string{"NAME", "CLUSTER", "NAMESPACE", "SYNC", "HEALTH", "REVISION", "LAST-OP"}
 	if wide {
-		header = append(header, "REPO", "PATH", "TARGET")
+		header = append(header, "REPO", "PATH", "TARGET", "PROJECT")
 	}
 	rows := [][]string{header}
 	for i := range apps {
@@ -118,7 +121,7 @@ func appListRows(apps []navarchv1.Application, wide, allNamespaces bool, now tim
 			name,
 			destinationName(app.Spec.Destination),
 			orDash(app.Spec.Destination.Namespace),
-			p.sync(st.Sync.Status, orDash(string(st.Sync.Status))),
+			p.sync(st.Sync.Status, orDash(string(st.Sync.Status))) + projectMark(app, p),
 			p.health(st.Health.Status, orDash(string(st.Health.Status))),
 			orDash(source.ShortRevision(st.Sync.Revision)),
 			lastOperation(st.OperationState, now, p),
@@ -129,11 +132,36 @@ func appListRows(apps []navarchv1.Application, wide, allNamespaces bool, now tim
 			if len(srcs) > 1 {
 				repo += fmt.Sprintf(" (+%d)", len(srcs)-1)
 			}
-			row = append(row, repo, orDash(sourcePath(srcs[0])), orDash(srcs[0].TargetRevision))
+			row = append(row, repo, orDash(sourcePath(srcs[0])), orDash(srcs[0].TargetRevision), project.NameOf(&app.Spec))
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// projectHold is the condition by which the controller last said that the Application's
+// Project stops it: InvalidSpecError (refused: nothing renders or syncs) before SyncBlocked (a
+// sync window holds its automated syncs); nil when neither is True.
+func projectHold(app *navarchv1.Application) *metav1.Condition {
+	for _, t := range []string{navarchv1.ApplicationInvalidSpecError, navarchv1.ApplicationSyncBlocked} {
+		if c := meta.FindStatusCondition(app.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// projectMark follows the sync status in app list: " (refused)" or " (blocked)" while the
+// Project stops the Application (projectHold).
+func projectMark(app *navarchv1.Application, p palette) string {
+	c := projectHold(app)
+	switch {
+	case c == nil:
+		return ""
+	case c.Type == navarchv1.ApplicationInvalidSpecError:
+		return " " + p.paint(ansiRed, "(refused)")
+	}
+	return " " + p.paint(ansiYellow, "(blocked)")
 }
 
 // destinationName is the cluster an Application names: by name, else by server URL.
@@ -218,9 +246,18 @@ func describeApplication(out io.Writer, app *navarchv1.Application, now time.Tim
 	if set := app.Labels[navarchv1.LabelApplicationSet]; set != "" {
 		field("ApplicationSet", set)
 	}
+	field("Project", project.NameOf(&app.Spec))
+	if c := meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationInvalidSpecError); c != nil && c.Status == metav1.ConditionTrue {
+		field("Invalid spec", p.paint(ansiRed, c.Message)+" ("+c.Reason+"; nothing is rendered or synced)")
+	}
 	describeSources(field, "", app.Spec.GetSources())
 	field("Destination", fmt.Sprintf("cluster %s, namespace %s", destinationName(dst), orDash(dst.Namespace)))
 	field("Sync policy", syncPolicy(app))
+	if c := meta.FindStatusCondition(st.Conditions, navarchv1.ApplicationSyncBlocked); c != nil && c.Status == metav1.ConditionTrue {
+		// The controller's message is "syncs wait: <which window, until when>"; the condition
+		// concerns automated syncs and rollout steps (manual syncs are refused when asked).
+		field("Sync window", p.paint(ansiYellow, "automated syncs wait: "+strings.TrimPrefix(c.Message, "syncs wait: ")))
+	}
 	syncLine := p.sync(st.Sync.Status, orDefault(string(st.Sync.Status), "Unknown"))
 	if st.Sync.Revision != "" {
 		syncLine += " with " + source.ShortRevision(st.Sync.Revision)

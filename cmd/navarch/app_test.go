@@ -114,10 +114,10 @@ func TestAppListRows(t *testing.T) {
 			name: "wide, every namespace",
 			wide: true, all: true,
 			want: [][]string{
-				{"NAME", "CLUSTER", "NAMESPACE", "SYNC", "HEALTH", "REVISION", "LAST-OP", "REPO", "PATH", "TARGET"},
-				{"apps/api-prod-eu", "prod-eu", "api", "OutOfSync", "Degraded", "1a2b3c4d", "Running 2m", "https://github.com/org/deploy.git", "apps/api", "main"},
-				{"apps/web", "https://kubernetes.default.svc", "web", "Synced", "Healthy", "1a2b3c4d", "Succeeded 5m ago", "https://github.com/org/deploy.git", "apps/web", "-"},
-				{"team/new", "dev-1", "-", "-", "-", "-", "-", "", "-", "-"},
+				{"NAME", "CLUSTER", "NAMESPACE", "SYNC", "HEALTH", "REVISION", "LAST-OP", "REPO", "PATH", "TARGET", "PROJECT"},
+				{"apps/api-prod-eu", "prod-eu", "api", "OutOfSync", "Degraded", "1a2b3c4d", "Running 2m", "https://github.com/org/deploy.git", "apps/api", "main", "default"},
+				{"apps/web", "https://kubernetes.default.svc", "web", "Synced", "Healthy", "1a2b3c4d", "Succeeded 5m ago", "https://github.com/org/deploy.git", "apps/web", "-", "default"},
+				{"team/new", "dev-1", "-", "-", "-", "-", "-", "", "-", "-", "default"},
 			},
 		},
 	}

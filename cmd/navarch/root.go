@@ -37,6 +37,7 @@ cluster in sync with Git.`,
 	root.AddCommand(newAppCommand())
 	root.AddCommand(newAppSetCommand())
 	root.AddCommand(newClusterCommand())
+	root.AddCommand(newProjectCommand())
 	root.AddCommand(newStatusCommand())
 	root.AddCommand(newImportCommand())
 	root.AddCommand(newDemoCommand())
