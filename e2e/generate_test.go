@@ -1037,3 +1037,62 @@ spec:
 		t.Errorf("-o json with nothing generated printed %q, want []", out)
 	}
 }
+
+// Argo CD's plugin generator and preservedFields are read, not refused: the preview renders
+// what it can and says that a plugin's parameters come only from the controller, naming the
+// field; an ApplicationSet with preservedFields and a templated project previews as usual.
+func TestGenerateReadsPluginGeneratorsAndPreservedFields(t *testing.T) {
+	dir := t.TempDir()
+	plugin := writeFile(t, dir, "plugin.yaml", `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: from-plugin, namespace: argocd }
+spec:
+  generators:
+    - plugin:
+        configMapRef: { name: my-plugin }
+        input: { parameters: { team: payments } }
+        requeueAfterSeconds: 60
+  template:
+    metadata: { name: '{{name}}' }
+    spec:
+      project: payments
+      source: { repoURL: 'https://github.com/org/deploy.git', targetRevision: main, path: '{{path}}' }
+      destination: { server: 'https://kubernetes.default.svc', namespace: payments }
+`)
+	r := runNavarch(t, "generate", "-f", plugin)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if want := "spec.generators[0].plugin: plugin generators run only in the controller"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+
+	preserved := writeFile(t, dir, "preserved.yaml", `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: { name: teams, namespace: argocd }
+spec:
+  goTemplate: true
+  preservedFields: { annotations: [notes.example.com/owner], labels: [cost-center] }
+  generators:
+    - list: { elements: [{ team: payments }, { team: search }] }
+  template:
+    metadata: { name: '{{.team}}' }
+    spec:
+      project: '{{.team}}'
+      source: { repoURL: 'https://github.com/org/deploy.git', targetRevision: main, path: 'teams/{{.team}}' }
+      destination: { server: 'https://kubernetes.default.svc', namespace: '{{.team}}' }
+`)
+	r = mustGenerate(t, "-f", preserved, "-o", "json")
+	apps := decodeApplicationsJSON(t, r.stdout)
+	if got := appNames(apps); strings.Join(got, ",") != "payments,search" {
+		t.Fatalf("generated %v", got)
+	}
+	for _, app := range apps {
+		if app.Spec.Project != app.Name {
+			t.Errorf("%s: project %q, want the templated %q", app.Name, app.Spec.Project, app.Name)
+		}
+	}
+	if strings.Contains(r.stderr, "preservedFields") {
+		t.Errorf("preservedFields should be read without a warning:\n%s", r.stderr)
+	}
+}
