@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -20,8 +18,8 @@ import (
 // each retry, and its end, once, with the Application, the cluster, the revision, the reason
 // and the reconcile; and the metrics endpoint shows each cluster's reconciles and backlog.
 func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
-	logs := &logRecorder{}
-	controllerOptions.Logger = logs.wrap(env.Logger)
+	logs := &testenv.LogRecorder{}
+	controllerOptions.Logger = logs.Wrap(env.Logger)
 	restartController(t)
 	t.Cleanup(func() {
 		controllerOptions.Logger = env.Logger
@@ -60,7 +58,7 @@ func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
 		var wrong []string
 		for app, counts := range want {
 			for msg, n := range counts {
-				if got := len(logs.lines(msg, "application", ns+"/"+app.Name)); got != n {
+				if got := len(logs.Lines(msg, "application", ns+"/"+app.Name)); got != n {
 					wrong = append(wrong, fmt.Sprintf("%s: %q logged %d times, want %d", app.Name, msg, got, n))
 				}
 			}
@@ -77,7 +75,7 @@ func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
 			if n == 0 {
 				continue
 			}
-			line := logs.lines(msg, "application", ns+"/"+app.Name)[0]
+			line := logs.Lines(msg, "application", ns+"/"+app.Name)[0]
 			keys := map[string]string{"cluster": "east", "revision": s.SyncResult.Revision}
 			switch msg {
 			case "Operation started":
@@ -90,15 +88,15 @@ func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
 				keys["phase"], keys["reason"], keys["retries"] = string(navarchv1.OperationFailed), s.Message, "1"
 			}
 			for k, v := range keys {
-				if got := fmt.Sprint(line.values[k]); got != v {
-					t.Errorf("%s: %q has %s=%q, want %q (all: %v)", app.Name, msg, k, got, v, line.values)
+				if got := fmt.Sprint(line.Values[k]); got != v {
+					t.Errorf("%s: %q has %s=%q, want %q (all: %v)", app.Name, msg, k, got, v, line.Values)
 				}
 			}
-			if id := fmt.Sprint(line.values["reconcileID"]); !uuid.MatchString(id) {
-				t.Errorf("%s: %q has reconcileID=%q, want a UUID (all: %v)", app.Name, msg, id, line.values)
+			if id := fmt.Sprint(line.Values["reconcileID"]); !uuid.MatchString(id) {
+				t.Errorf("%s: %q has reconcileID=%q, want a UUID (all: %v)", app.Name, msg, id, line.Values)
 			}
 			if msg == "Operation failed; retrying" {
-				if reason := fmt.Sprint(line.values["reason"]); !strings.Contains(reason, "Sprocket") {
+				if reason := fmt.Sprint(line.Values["reason"]); !strings.Contains(reason, "Sprocket") {
 					t.Errorf("%s: %q has reason=%q, which does not say what failed", app.Name, msg, reason)
 				}
 			}
@@ -160,71 +158,4 @@ func clusterReconciles(t *testing.T, cluster string) (total float64, durations u
 		durations += m.GetHistogram().GetSampleCount()
 	}
 	return total, durations
-}
-
-// logRecorder records the Info lines of verbosity 0 the controller logs, with their key/value
-// pairs (those of WithValues included), as an operator reading its log at the default level
-// would see them.
-type logRecorder struct {
-	mu      sync.Mutex
-	entries []logEntry
-}
-
-type logEntry struct {
-	msg    string
-	values map[string]any
-}
-
-// lines returns the entries logged with msg whose key equals value (compared as text).
-func (r *logRecorder) lines(msg, key, value string) []logEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []logEntry
-	for _, e := range r.entries {
-		if e.msg == msg && fmt.Sprint(e.values[key]) == value {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// wrap returns a logger that records into r and passes every line on to next.
-func (r *logRecorder) wrap(next logr.Logger) logr.Logger {
-	return logr.New(&recordingSink{next: next.GetSink(), rec: r})
-}
-
-type recordingSink struct {
-	next   logr.LogSink
-	rec    *logRecorder
-	values []any // from WithValues, in order
-}
-
-func (s *recordingSink) Init(info logr.RuntimeInfo) { s.next.Init(info) }
-
-func (s *recordingSink) Enabled(level int) bool { return level == 0 || s.next.Enabled(level) }
-
-func (s *recordingSink) Info(level int, msg string, kv ...any) {
-	if level == 0 {
-		values := map[string]any{}
-		all := append(append([]any{}, s.values...), kv...)
-		for i := 0; i+1 < len(all); i += 2 {
-			values[fmt.Sprint(all[i])] = all[i+1]
-		}
-		s.rec.mu.Lock()
-		s.rec.entries = append(s.rec.entries, logEntry{msg: msg, values: values})
-		s.rec.mu.Unlock()
-	}
-	if s.next.Enabled(level) {
-		s.next.Info(level, msg, kv...)
-	}
-}
-
-func (s *recordingSink) Error(err error, msg string, kv ...any) { s.next.Error(err, msg, kv...) }
-
-func (s *recordingSink) WithValues(kv ...any) logr.LogSink {
-	return &recordingSink{next: s.next.WithValues(kv...), rec: s.rec, values: append(append([]any{}, s.values...), kv...)}
-}
-
-func (s *recordingSink) WithName(name string) logr.LogSink {
-	return &recordingSink{next: s.next.WithName(name), rec: s.rec, values: s.values}
 }

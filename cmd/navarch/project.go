@@ -40,6 +40,28 @@ func (f *projectFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.namespace, "system-namespace", systemNamespace, "navarch's controller namespace, where Projects live")
 }
 
+// connect checks that output is one of formats, then connects to the management cluster.
+func (f *projectFlags) connect(output string, formats ...string) (client.Client, error) {
+	if err := checkOutput(output, formats...); err != nil {
+		return nil, err
+	}
+	return f.kube.client()
+}
+
+// readProject is connect, then reads the Project name from the namespace Projects live in
+// (getProject). It returns the client too, for what the command reads next.
+func (f *projectFlags) readProject(ctx context.Context, name, output string, formats ...string) (client.Client, *navarchv1.Project, error) {
+	c, err := f.connect(output, formats...)
+	if err != nil {
+		return nil, nil, err
+	}
+	proj, err := getProject(ctx, c, f.namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, proj, nil
+}
+
 func newProjectListCommand() *cobra.Command {
 	var (
 		flags  projectFlags
@@ -51,10 +73,7 @@ func newProjectListCommand() *cobra.Command {
 		Aliases: []string{"ls"},
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "table", "wide", "yaml", "json"); err != nil {
-				return err
-			}
-			c, err := flags.kube.client()
+			c, err := flags.connect(output, "table", "wide", "yaml", "json")
 			if err != nil {
 				return err
 			}
@@ -98,15 +117,8 @@ func newProjectGetCommand() *cobra.Command {
   navarch project get default -o yaml`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
-				return err
-			}
-			c, err := flags.kube.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			proj, err := getProject(ctx, c, flags.namespace, args[0])
+			c, proj, err := flags.readProject(ctx, args[0], output, "table", "yaml", "json")
 			if err != nil {
 				return err
 			}
@@ -141,15 +153,8 @@ Application's SyncBlocked condition (navarch app get).`,
   navarch project windows team-a -o json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "yaml", "json"); err != nil {
-				return err
-			}
-			c, err := flags.kube.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			proj, err := getProject(ctx, c, flags.namespace, args[0])
+			c, proj, err := flags.readProject(ctx, args[0], output, "table", "yaml", "json")
 			if err != nil {
 				return err
 			}

@@ -51,7 +51,7 @@ func runMain(m *testing.M) int {
 	go func() {
 		done <- Run(ctx, Options{
 			Config: controllerConfig, MetricsAddr: "0", ProbeAddr: "0", ErrorRequeue: time.Second,
-			Logger: controllerLogs.wrap(env.Logger),
+			Logger: controllerLogs.Wrap(env.Logger),
 			// These tests are about the ApplicationSet controller alone; the fleet tests
 			// (fleet/) run all controllers.
 			Controllers: []string{"applicationset"},
@@ -722,13 +722,13 @@ spec:
       source: {repoURL: 'https://git.example/r.git', path: 'apps/{{name}}'}
       destination: {name: in-cluster, namespace: '{{name}}'}
 `)
-	counts := func(e logEntry) string {
+	counts := func(e testenv.LogEntry) string {
 		return fmt.Sprintf("created=%v updated=%v deleted=%v errors=%v",
-			e.values["created"], e.values["updated"], e.values["deleted"], e.values["errors"])
+			e.Values["created"], e.Values["updated"], e.Values["deleted"], e.Values["errors"])
 	}
-	var lines []logEntry
+	var lines []testenv.LogEntry
 	testenv.Eventually(t, "two passes are logged (the first and its retry)", func() string {
-		lines = controllerLogs.lines("Applied ApplicationSet", "applicationSet", ns+"/s")
+		lines = controllerLogs.Lines("Applied ApplicationSet", "applicationSet", ns+"/s")
 		if len(lines) < 2 {
 			return fmt.Sprintf("%d Applied ApplicationSet lines", len(lines))
 		}
@@ -741,7 +741,7 @@ spec:
 	}
 	created := 0
 	for _, l := range lines {
-		if n, ok := l.values["created"].(int); ok {
+		if n, ok := l.Values["created"].(int); ok {
 			created += n
 		}
 	}

@@ -89,7 +89,7 @@ func TestDeletionsAreHeldWhileAWriteIsRefused(t *testing.T) {
 			waitForApps(t, ns, "a,b,c")
 			waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 
-			logged := len(controllerLogs.lines("Applied ApplicationSet", "applicationSet", ns+"/s"))
+			logged := len(controllerLogs.Lines("Applied ApplicationSet", "applicationSet", ns+"/s"))
 			testenv.Update(t, env.Client, set, tt.mistake)
 			cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonApplicationError)
 			requestRefresh(t, set) // one more pass inside the window
@@ -106,14 +106,14 @@ func TestDeletionsAreHeldWhileAWriteIsRefused(t *testing.T) {
 			}
 
 			// The log tells an operator the same: nothing deleted, the deletions held.
-			lines := controllerLogs.lines("Applied ApplicationSet", "applicationSet", ns+"/s")[logged:]
+			lines := controllerLogs.Lines("Applied ApplicationSet", "applicationSet", ns+"/s")[logged:]
 			if len(lines) == 0 {
 				t.Fatal("no Applied ApplicationSet line for the passes with the refused write")
 			}
 			for _, l := range lines {
-				if l.values["deleted"] != 0 || l.values["heldDeletions"] != tt.held {
+				if l.Values["deleted"] != 0 || l.Values["heldDeletions"] != tt.held {
 					t.Errorf("a pass with a refused write logged deleted=%v heldDeletions=%v, want deleted=0 heldDeletions=%d",
-						l.values["deleted"], l.values["heldDeletions"], tt.held)
+						l.Values["deleted"], l.Values["heldDeletions"], tt.held)
 				}
 			}
 

@@ -62,7 +62,7 @@ func startWebhookController(t testing.TB, opts Options) string {
 	t.Helper()
 	opts.Config = env.Management.RESTConfig()
 	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.Logger = controllerLogs.wrap(env.Logger)
+	opts.Logger = controllerLogs.Wrap(env.Logger)
 	if opts.WebhookAddr == "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -213,7 +213,7 @@ func TestWebhookDeliveries(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("%s: %d %q, want %d", tc.name, code, text, tc.want)
 		}
-		if code >= 400 && len(controllerLogs.lines("Webhook delivery refused", "delivery", id)) == 0 {
+		if code >= 400 && len(controllerLogs.Lines("Webhook delivery refused", "delivery", id)) == 0 {
 			t.Errorf("%s: no log line says delivery %s was refused", tc.name, id)
 		}
 	}
@@ -242,10 +242,10 @@ func TestWebhookDeliveries(t *testing.T) {
 	if code, text := deliver(t, url, webhook.EventPing, "ping-old-secret", ping, sign(ping)); code != http.StatusUnauthorized {
 		t.Errorf("a ping signed with the old secret: %d %q, want 401", code, text)
 	}
-	for _, line := range controllerLogs.lines("Webhook delivery refused", "event", webhook.EventPush) {
-		for _, v := range line.values {
+	for _, line := range controllerLogs.Lines("Webhook delivery refused", "event", webhook.EventPush) {
+		for _, v := range line.Values {
 			if s := fmt.Sprint(v); strings.Contains(s, string(testWebhookSecret)) || strings.Contains(s, "xxxx") || strings.Contains(s, "refs/heads") {
-				t.Errorf("a refusal logs the secret or the payload: %v", line.values)
+				t.Errorf("a refusal logs the secret or the payload: %v", line.Values)
 			}
 		}
 	}
@@ -366,8 +366,8 @@ spec:
 			t.Errorf("%s's ConfigMap is at version %q, want 2", a.Name, cm.Data["version"])
 		}
 	}
-	lines := controllerLogs.lines("Webhook push handled", "delivery", "push-"+name)
-	if len(lines) != 1 || fmt.Sprint(lines[0].values["applications"]) != "2" || fmt.Sprint(lines[0].values["repository"]) != "local/"+name {
+	lines := controllerLogs.Lines("Webhook push handled", "delivery", "push-"+name)
+	if len(lines) != 1 || fmt.Sprint(lines[0].Values["applications"]) != "2" || fmt.Sprint(lines[0].Values["repository"]) != "local/"+name {
 		t.Errorf("log lines for the push: %v; want one that says it refreshed 2 Applications of local/%s", lines, name)
 	}
 }
@@ -436,7 +436,7 @@ spec:
 			t.Errorf("delivery %s (%s %s): %d %v, want 202", d.ID, d.Event, d.Action, d.StatusCode, d.Err)
 		}
 	}
-	if lines := controllerLogs.lines("Webhook pull request handled", "repository", "acme/webhooks"); len(lines) < 2 {
+	if lines := controllerLogs.Lines("Webhook pull request handled", "repository", "acme/webhooks"); len(lines) < 2 {
 		t.Errorf("log lines of the pull request events: %v; want one per delivery", lines)
 	}
 }
