@@ -12,12 +12,15 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -55,7 +58,10 @@ func Load() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 // Install creates or updates the embedded CRDs in the cluster behind cfg and waits until every
-// one is Established, so objects of those kinds can be created as soon as it returns.
+// one is Established and served by discovery, so objects of those kinds can be created as soon
+// as it returns: a client whose REST mapper reads discovery right after Established can still
+// find no kind (seen under load: `no matches for kind "Cluster" in version
+// "navarch.io/v1alpha1"`).
 func Install(ctx context.Context, cfg *rest.Config) error {
 	crds, err := Load()
 	if err != nil {
@@ -83,18 +89,36 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 			}
 		}
 	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client for CRD install: %w", err)
+	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, want := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
 				return false, nil //nolint:nilerr // not yet visible: poll again
 			}
-			if !established(got) {
+			if !established(got) || !served(disco, want) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
+}
+
+// served reports whether discovery lists the resource of crd in each of its served versions.
+func served(disco discovery.DiscoveryInterface, crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		list, err := disco.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+		if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }) {
+			return false
+		}
+	}
+	return true
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
