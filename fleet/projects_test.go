@@ -352,7 +352,7 @@ spec:
 	waitForApp(t, manual, "automated sync blocked", hasCondition(navarchv1.ApplicationSyncBlocked, "deny window"))
 
 	requestSync(t, web)
-	waitForApp(t, web, "manual sync refused", operationFailed("sync refused: the deny window", "no window that stops it has manualSync"))
+	waitForApp(t, web, "manual sync refused", operationFailed("sync refused: the deny window", "manual syncs need manualSync on the windows that stop them"))
 	requestSync(t, manual)
 	waitForApp(t, manual, "manual sync allowed by manualSync", syncedAndHealthy)
 	testenv.Update(t, mgmt, rollout, func(a *navarchv1.Application) {
@@ -377,5 +377,82 @@ spec:
 	}
 	if got := getApp(t, rollout); got.Operation != nil {
 		t.Errorf("the rollout's request was not taken: %+v", got.Operation)
+	}
+}
+
+// A remote kustomize base counts as a repository the Application renders: from a repository
+// outside the Project's sourceRepos it is refused, and a rendering another Application made
+// of the same source is not handed to it from the cache.
+func TestAProjectRefusesARemoteBaseFromAnotherRepository(t *testing.T) {
+	ns := testenv.Namespace(t, mgmt)
+	baseURL := repo(t, map[string]string{
+		"web/kustomization.yaml": "resources: [cm.yaml]\n",
+		"web/cm.yaml":            configMap("web", "from the base"),
+	})
+	overlay := t.TempDir()
+	writeFiles(t, overlay, map[string]string{"prod/kustomization.yaml": fmt.Sprintf("resources:\n- %s//web?ref=main\n", baseURL)})
+	overlayName := testenv.Name(t) + "-overlay"
+	if _, err := git.CreateRepo(overlayName, overlay); err != nil {
+		t.Fatal(err)
+	}
+	overlayURL := git.RepoURL(overlayName)
+	spec := func(name, project string) string {
+		return fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  project: %s
+  source: {repoURL: '%s', targetRevision: main, path: prod}
+  destination: {name: east, namespace: %s-%s}
+`, name, project, overlayURL, ns, name)
+	}
+	// The default Project's Application renders it first, filling the cache.
+	open := createApp(t, ns, spec("open", "default"))
+	waitForApp(t, open, "OutOfSync with the base's ConfigMap", func(a *navarchv1.Application) bool {
+		return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync && len(a.Status.Resources) == 1
+	})
+	teamProject(t, ns, overlayURL)
+	closed := createApp(t, ns, spec("closed", ns))
+	waitForApp(t, closed, "ComparisonError naming the base", hasCondition(navarchv1.ApplicationComparisonError,
+		"the Project "+ns+" does not allow the repository "+baseURL, "(reached while rendering)"))
+}
+
+// BeforeHookCreation deletes only an earlier instance of the Application's own hook: an
+// object of the same name that is not one fails the hook and stays.
+func TestBeforeHookCreationDeletesOnlyItsOwnInstances(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	target := ns + "-app"
+	east := workloads["east"].Client
+	if err := east.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "migrate"}, Data: map[string]string{"owner": "someone else"}}
+	if err := east.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	url := repo(t, map[string]string{
+		"app/cm.yaml": configMap("web", "hello"),
+		"app/hook.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: migrate
+  annotations: {navarch.io/hook: PreSync, navarch.io/hook-delete-policy: BeforeHookCreation}
+data: {owner: hook}
+`,
+	})
+	app := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: hooked}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: app}
+  destination: {name: east, namespace: %s}
+`, url, target))
+	requestSync(t, app)
+	waitForApp(t, app, "the hook failed", operationFailed("ConfigMap migrate exists and is not an earlier instance of this Application's hook"))
+	got := &corev1.ConfigMap{}
+	if err := east.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != theirs.UID || got.Data["owner"] != "someone else" {
+		t.Errorf("the other ConfigMap was replaced: uid %s (was %s), data %v", got.UID, theirs.UID, got.Data)
 	}
 }

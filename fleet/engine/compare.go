@@ -185,6 +185,9 @@ func (e *Engine) prepare(app *navarchv1.Application, remote *cluster, objs []*un
 		r.wave = waveOf(r)
 		r.options = opts.withAnnotation(obj)
 		if spec != nil {
+			// A hook instance is marked as this Application's too, so that BeforeHookCreation
+			// deletes only an instance of its own.
+			setAnnotation(obj, navarchv1.AnnotationTrackingID, clustercache.TrackingID(appKey, obj))
 			r.hook = spec
 			hooks = append(hooks, r)
 			continue
@@ -290,9 +293,6 @@ func (e *Engine) compare(ctx context.Context, app *navarchv1.Application, remote
 		}
 		if r.sharedWith != "" {
 			c.shared = append(c.shared, fmt.Sprintf("%s %s is also managed by Application %s", r.ref.Kind, objName(r.obj), r.sharedWith))
-			if r.forbidden == nil {
-				r.forbidden = e.takeover(ctx, app, r)
-			}
 		}
 	}
 	err := e.inventory(ctx, app, remote, opts, func(r *resource) {

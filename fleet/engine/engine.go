@@ -124,7 +124,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		e.comparisonFailed(app, err)
 		return res, nil
 	}
-	manifests, err := e.fetch(ctx, app, remote, nil, nil, refresh)
+	manifests, err := e.fetch(ctx, app, remote, pol, nil, nil, refresh)
 	if err != nil {
 		e.comparisonFailed(app, err)
 		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
@@ -138,6 +138,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	}
 	pol.police(app, desired, hooks)
 	cmp := e.compare(ctx, app, remote, desired, ig, opts)
+	e.checkTakeovers(ctx, app, pol, cmp.resources)
 	cmp.commit, cmp.revisions, cmp.hooks, cmp.pol = manifests.Commit, revisionsOf(app, nil, manifests.Commit), hooks, pol
 	e.recordTakeovers(app, cmp, dest.Enqueue)
 	e.recordComparison(app, cmp)
@@ -158,7 +159,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 				// Recorded at no commit: a refused request does not count as a sync of this
 				// commit, which automated sync then starts once the window allows.
 				e.startOperation(app, *app.Operation, "")
-				e.finish(app, navarchv1.OperationFailed, "sync refused: "+gate.Reason+"; no window that stops it has manualSync")
+				e.finish(app, navarchv1.OperationFailed, "sync refused: "+gate.Reason+"; manual syncs need manualSync on the windows that stop them")
 				break
 			}
 			if pause := e.startRequested(ctx, app, remote, pol, manifests.Commit); pause != "" {
@@ -256,7 +257,7 @@ func (e *Engine) startRequested(ctx context.Context, app *navarchv1.Application,
 		}
 		if err == nil {
 			var at *source.Manifests
-			if at, err = e.fetch(ctx, app, remote, sources, revisions, false); err == nil {
+			if at, err = e.fetch(ctx, app, remote, pol, sources, revisions, false); err == nil {
 				commit = at.Commit
 			}
 		}
@@ -426,17 +427,18 @@ func (e *Engine) startOperation(app *navarchv1.Application, op navarchv1.Operati
 // fetch renders the Application's sources (or those given, for an operation that names its
 // own) at revision ("" for their targetRevisions; several sources' revisions joined), as a
 // Helm release named after the Application in its destination namespace, on remote.
-func (e *Engine) fetch(ctx context.Context, app *navarchv1.Application, remote *cluster, sources []navarchv1.ApplicationSource, revisions []string, refresh bool) (*source.Manifests, error) {
+func (e *Engine) fetch(ctx context.Context, app *navarchv1.Application, remote *cluster, pol *policy, sources []navarchv1.ApplicationSource, revisions []string, refresh bool) (*source.Manifests, error) {
 	if sources == nil {
 		sources = app.Spec.GetSources()
 	}
 	return e.opts.Source.FetchSources(ctx, source.Request{
-		Sources:      sources,
-		Revisions:    revisions,
-		Refresh:      refresh,
-		ReleaseName:  app.Name,
-		Namespace:    app.Spec.Destination.Namespace,
-		Capabilities: remote.Capabilities,
+		Sources:         sources,
+		Revisions:       revisions,
+		Refresh:         refresh,
+		ReleaseName:     app.Name,
+		Namespace:       app.Spec.Destination.Namespace,
+		Capabilities:    remote.Capabilities,
+		AllowRepository: pol.allowRepository,
 	})
 }
 

@@ -217,6 +217,8 @@ func (e *Engine) advanceHook(ctx context.Context, app *navarchv1.Application, re
 			return navarchv1.HookPending, "waiting for the previous instance to be deleted", nil
 		case live != nil && !r.hook.has(policyBeforeHookCreation):
 			return navarchv1.HookFailed, fmt.Sprintf("%s %s exists from an earlier operation; give the hook the BeforeHookCreation delete policy", r.ref.Kind, r.ref.Name), nil
+		case live != nil && !ownHookInstance(app, live):
+			return navarchv1.HookFailed, fmt.Sprintf("%s %s exists and is not an earlier instance of this Application's hook; navarch does not delete it", r.ref.Kind, r.ref.Name), nil
 		case live != nil:
 			if err := e.deleteHook(ctx, remote, r, live); err != nil {
 				return "", "", err
@@ -338,4 +340,16 @@ func (e *Engine) terminateHooks(ctx context.Context, app *navarchv1.Application,
 		e.recordHook(app.Status.OperationState, t, navarchv1.HookTerminating, "terminated")
 	}
 	return nil
+}
+
+// ownHookInstance reports whether live, which stands where a hook is to be created, is an
+// earlier instance of one of app's hooks, which BeforeHookCreation may delete: tracked by app,
+// or (created before hook instances were tracked) an untracked navarch hook instance.
+func ownHookInstance(app *navarchv1.Application, live *unstructured.Unstructured) bool {
+	owner, tracked := clustercache.TrackedBy(live)
+	if tracked {
+		return owner == types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	}
+	_, hook := live.GetAnnotations()[navarchv1.AnnotationOperation]
+	return hook
 }

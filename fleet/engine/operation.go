@@ -144,7 +144,10 @@ func (op *operation) selectResources(ctx context.Context) (outcome, error) {
 		if len(revisions) != len(sources) {
 			revisions = source.SplitRevisions(revision, len(sources)) // resolved revisions hold no commas
 		}
-		manifests, err := op.e.fetch(ctx, op.app, op.remote, sources, revisions, false)
+		if err := op.cmp.pol.checkSources(op.app, sources); err != nil {
+			return failure(err.Error()), nil // the Project changed since the operation started
+		}
+		manifests, err := op.e.fetch(ctx, op.app, op.remote, op.cmp.pol, sources, revisions, false)
 		if err != nil {
 			return failuref("fetch revision %s: %v", revision, err), nil
 		}
@@ -154,6 +157,7 @@ func (op *operation) selectResources(ctx context.Context) (outcome, error) {
 		}
 		op.cmp.pol.police(op.app, desired, h)
 		resources, hooks = op.e.compare(ctx, op.app, op.remote, desired, op.cmp.ignore, op.opts).resources, h
+		op.e.checkTakeovers(ctx, op.app, op.cmp.pol, resources)
 	}
 	for _, r := range resources {
 		if r.prune {

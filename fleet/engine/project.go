@@ -24,8 +24,8 @@ type Projects interface {
 	// exist or is invalid) or a failure to read.
 	Policy(ctx context.Context, app *navarchv1.Application, cluster string) (*project.Policy, project.Destination, error)
 	// ProjectOf returns the Project of the Application key names, and whether that
-	// Application exists.
-	ProjectOf(ctx context.Context, key types.NamespacedName) (string, bool)
+	// Application exists; the error is a failure to read.
+	ProjectOf(ctx context.Context, key types.NamespacedName) (string, bool, error)
 }
 
 // policy is what one Application may do in one pass: its Project's policy, bound to its
@@ -60,6 +60,18 @@ func (p *policy) checkSources(app *navarchv1.Application, sources []navarchv1.Ap
 	spec := app.Spec.DeepCopy()
 	spec.Source, spec.Sources = navarchv1.ApplicationSource{}, sources
 	return p.CheckApplication(app.Namespace, spec, p.dest)
+}
+
+// allowRepository says whether rendering may read the repository at url beyond the sources
+// (a remote base, a chart dependency); a nil policy allows any.
+func (p *policy) allowRepository(url string) error {
+	if p == nil {
+		return nil
+	}
+	if err := p.CheckRepository(url); err != nil {
+		return fmt.Errorf("%w (reached while rendering)", err)
+	}
+	return nil
 }
 
 // checkObject says whether app may create or change r.
@@ -231,19 +243,38 @@ func (e *takeoverError) Error() string {
 }
 
 // takeover says whether app may take over r, which another Application tracks: only when
-// that one is in the default Project (today's warn-and-apply) or in app's own Project.
-func (e *Engine) takeover(ctx context.Context, app *navarchv1.Application, r *resource) error {
-	if e.opts.Projects == nil {
+// that one is in the default Project (today's warn-and-apply) or in app's own Project, and
+// does not live in the controller's namespace while app does not.
+func (e *Engine) takeover(ctx context.Context, app *navarchv1.Application, pol *policy, r *resource) error {
+	if e.opts.Projects == nil || pol == nil {
 		return nil
 	}
 	ns, name, _ := strings.Cut(r.sharedWith, "/")
 	owner := types.NamespacedName{Namespace: ns, Name: name}
 	mine := project.NameOf(&app.Spec)
-	theirs, exists := e.opts.Projects.ProjectOf(ctx, owner)
-	if !exists || theirs == navarchv1.DefaultProject || theirs == mine {
+	what := r.ref.Kind + " " + objName(r.obj)
+	theirs, exists, err := e.opts.Projects.ProjectOf(ctx, owner)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s is tracked by Application %s, whose Project cannot be read: %w", what, owner, err)
+	case !exists:
+		return nil
+	case owner.Namespace == pol.ControlNamespace() && app.Namespace != owner.Namespace:
+		return &takeoverError{owner: owner, what: what, theirs: theirs, mine: mine}
+	case theirs == navarchv1.DefaultProject || theirs == mine:
 		return nil
 	}
-	return &takeoverError{owner: owner, what: r.ref.Kind + " " + objName(r.obj), theirs: theirs, mine: mine}
+	return &takeoverError{owner: owner, what: what, theirs: theirs, mine: mine}
+}
+
+// checkTakeovers refuses each compared object that another Application tracks and app may
+// not take over.
+func (e *Engine) checkTakeovers(ctx context.Context, app *navarchv1.Application, pol *policy, resources []*resource) {
+	for _, r := range resources {
+		if r.sharedWith != "" && r.forbidden == nil && !r.prune {
+			r.forbidden = e.takeover(ctx, app, pol, r)
+		}
+	}
 }
 
 // recordTakeovers remembers the objects of app the comparison c refused to take over, so that

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
@@ -31,14 +33,42 @@ type chartLookup struct{ repoURL, chart, constraint string }
 // chartLookups are the constraints one rendering resolved, and the versions they gave.
 type chartLookups struct {
 	refresh bool
+	allow   func(url string) error // may the rendering read this chart repository?
 	mu      sync.Mutex
 	seen    map[chartLookup]string
+	fetched map[string]bool // every chart repository the rendering read
+}
+
+// reachedRepositories are the repositories a rendering read beyond its sources: the chart
+// repositories, and the Git repositories of remote bases.
+func (l *chartLookups) reachedRepositories(remotes map[resolveKey]string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := maps.Clone(l.fetched)
+	if set == nil {
+		set = map[string]bool{}
+	}
+	for k := range remotes {
+		set[k.url] = true
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 type chartLookupsKey struct{}
 
 func (r chartRecorder) FetchChart(ctx context.Context, repoURL, name, version string, passCredentials bool) ([]byte, string, error) {
 	rec, _ := ctx.Value(chartLookupsKey{}).(*chartLookups)
+	if rec != nil {
+		if err := rec.allow(repoURL); err != nil {
+			return nil, "", err
+		}
+		rec.mu.Lock()
+		if rec.fetched == nil {
+			rec.fetched = map[string]bool{}
+		}
+		rec.fetched[repoURL] = true
+		rec.mu.Unlock()
+	}
 	if rec != nil && !exactVersion(version) {
 		exact, err := r.c.Resolve(ctx, repoURL, name, version, rec.refresh)
 		if err != nil {

@@ -96,6 +96,7 @@ type rendering struct {
 	objects  []*unstructured.Unstructured
 	remotes  map[resolveKey]string  // (repository, ref) → commit
 	charts   map[chartLookup]string // chart constraints resolved while rendering → version
+	reached  []string               // the repositories read beyond the sources
 }
 
 // Manifests are the rendered objects of an Application's sources at their revisions.
@@ -127,6 +128,18 @@ type Request struct {
 	// Capabilities describe the destination cluster to Helm charts; asked only when a
 	// source may be a chart. nil means Helm's defaults.
 	Capabilities func() (render.Capabilities, error)
+	// AllowRepository says whether a repository that rendering reaches beyond the sources (a
+	// remote kustomize base, a chart dependency, a kustomize helmCharts repository) may be
+	// read; nil allows any. Checked before each read, and for a remembered rendering
+	// against every repository it read.
+	AllowRepository func(url string) error
+}
+
+func (r Request) allow(url string) error {
+	if r.AllowRepository == nil {
+		return nil
+	}
+	return r.AllowRepository(url)
 }
 
 func (r Request) capabilities() (render.Capabilities, error) {
@@ -268,10 +281,15 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		return nil, err
 	}
 	if r := f.cached(ctx, key, all, req); r != nil {
+		for _, url := range r.reached {
+			if err := req.allow(url); err != nil {
+				return nil, err
+			}
+		}
 		m.Objects = r.objects
 		return m, nil
 	}
-	lookups := &chartLookups{refresh: req.Refresh}
+	lookups := &chartLookups{refresh: req.Refresh, allow: req.allow}
 	ctx = context.WithValue(ctx, chartLookupsKey{}, lookups)
 	r := &rendering{}
 	var remotes sync.Map // resolveKey → commit
@@ -289,6 +307,9 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 			Namespace:   req.Namespace,
 			Refs:        refs,
 			Remote: func(ctx context.Context, repoURL, ref string) (fs.FS, error) {
+				if err := req.allow(repoURL); err != nil {
+					return nil, err
+				}
 				return f.remote(ctx, repoURL, ref, req.Refresh, &remotes)
 			},
 		}
@@ -325,6 +346,7 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		return true
 	})
 	r.charts = lookups.seen
+	r.reached = lookups.reachedRepositories(r.remotes)
 	if usedHelm.Load() {
 		// Helm's output depends on the release and the cluster: remember it under a key
 		// that says which, and that this rendering needs one.

@@ -81,12 +81,15 @@ func (p *projects) Policy(ctx context.Context, app *navarchv1.Application, clust
 }
 
 // ProjectOf implements engine.Projects.
-func (p *projects) ProjectOf(ctx context.Context, key types.NamespacedName) (string, bool) {
+func (p *projects) ProjectOf(ctx context.Context, key types.NamespacedName) (string, bool, error) {
 	var app navarchv1.Application
 	if err := p.client.Get(ctx, key, &app); err != nil {
-		return "", false
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, err
 	}
-	return project.NameOf(&app.Spec), true
+	return project.NameOf(&app.Spec), true, nil
 }
 
 // ensureDefaultProject creates the default Project, which allows everything, unless a Project

@@ -56,6 +56,9 @@ type Destination struct {
 // ManagementCluster is the Destination of the cluster the controller runs in.
 var ManagementCluster = Destination{Name: navarchv1.InClusterName, Server: destination.InClusterServer, Management: true}
 
+// ControlNamespace is the controller's namespace, where Projects live.
+func (p *Policy) ControlNamespace() string { return p.controlNamespace }
+
 // DestinationOf returns the cluster c registers as Projects name it.
 func DestinationOf(c *navarchv1.Cluster) Destination {
 	return Destination{Name: c.Name, Server: c.Spec.Server, Management: c.Spec.InCluster}
@@ -166,18 +169,56 @@ func (p *Policy) CheckApplication(ns string, spec *navarchv1.ApplicationSpec, de
 		return err
 	}
 	for i, src := range spec.GetSources() {
-		if !p.sourceRepos.match(normalizeRepo(src.RepoURL)) {
-			field := "spec.source.repoURL"
-			if len(spec.Sources) > 0 {
-				field = fmt.Sprintf("spec.sources[%d].repoURL", i)
-			}
-			return p.refuse(field, "the Project %s does not allow the repository %s", p.Name, src.RepoURL)
+		field := "spec.source.repoURL"
+		if len(spec.Sources) > 0 {
+			field = fmt.Sprintf("spec.sources[%d].repoURL", i)
+		}
+		if problem := p.repositoryProblem(src.RepoURL); problem != "" {
+			return p.refuse(field, "%s", problem)
 		}
 	}
 	if !p.permitsDestination(dest, spec.Destination.Namespace) {
 		return p.refuse("spec.destination", "the Project %s does not allow %s", p.Name, describe(dest, spec.Destination.Namespace))
 	}
 	return nil
+}
+
+// CheckRepository says whether the Project allows rendering the repository at url (Git, a
+// Helm repository or an OCI registry), also when it is reached from a source: a remote
+// kustomize base, a chart dependency. A URL with "." or ".." path segments is refused: the
+// server would resolve it to another repository than the one its text matches.
+func (p *Policy) CheckRepository(url string) error {
+	if problem := p.repositoryProblem(url); problem != "" {
+		return p.refuse("", "%s", problem)
+	}
+	return nil
+}
+
+func (p *Policy) repositoryProblem(url string) string {
+	if hasDotSegment(url) {
+		return fmt.Sprintf("the repository URL %s has a \".\" or \"..\" path segment; write the repository's own URL", url)
+	}
+	if !p.sourceRepos.match(normalizeRepo(url)) {
+		return fmt.Sprintf("the Project %s does not allow the repository %s", p.Name, url)
+	}
+	return ""
+}
+
+// hasDotSegment reports whether a URL's path (or an scp-like address's) has a "." or ".."
+// segment, percent-encoded or not.
+func hasDotSegment(url string) bool {
+	if _, rest, ok := strings.Cut(url, "://"); ok {
+		url = rest
+	}
+	url, _, _ = strings.Cut(url, "?")
+	url, _, _ = strings.Cut(url, "#")
+	for _, seg := range strings.FieldsFunc(strings.ToLower(url), func(r rune) bool { return r == '/' || r == ':' }) {
+		seg = strings.ReplaceAll(seg, "%2e", ".")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckNamespace says whether Applications and ApplicationSets in namespace ns may name this
@@ -204,17 +245,28 @@ func (p *Policy) CheckObject(appNamespace string, dest Destination, obj Object) 
 		if !matchKind(p.clusterAllow, obj.Group, obj.Kind) || matchKind(p.clusterDeny, obj.Group, obj.Kind) {
 			return p.refuse("", "%s: the Project %s does not allow cluster-scoped %s", what, p.Name, qualified(obj.Group, obj.Kind))
 		}
+		if obj.Group == "" && obj.Kind == "Namespace" {
+			// A Namespace is the namespace it names: creating, changing or pruning it touches
+			// everything in it.
+			return p.checkNamespaceOf(appNamespace, dest, what, obj.Name)
+		}
 		return nil
 	}
 	what = obj.Kind + " " + obj.Namespace + "/" + obj.Name
-	if dest.Management && obj.Namespace == p.controlNamespace && appNamespace != p.controlNamespace {
-		return p.refuse("", "%s: only Applications in namespace %s may write into it on the management cluster", what, p.controlNamespace)
-	}
 	if (len(p.namespacedAllow) > 0 && !matchKind(p.namespacedAllow, obj.Group, obj.Kind)) || matchKind(p.namespacedDeny, obj.Group, obj.Kind) {
 		return p.refuse("", "%s: the Project %s does not allow %s", what, p.Name, qualified(obj.Group, obj.Kind))
 	}
-	if !p.permitsDestination(dest, obj.Namespace) {
-		return p.refuse("", "%s: the Project %s does not allow %s", what, p.Name, describe(dest, obj.Namespace))
+	return p.checkNamespaceOf(appNamespace, dest, what, obj.Namespace)
+}
+
+// checkNamespaceOf says whether the Application in namespace appNamespace may write what,
+// which is, or is in, namespace ns of dest.
+func (p *Policy) checkNamespaceOf(appNamespace string, dest Destination, what, ns string) error {
+	if dest.Management && ns == p.controlNamespace && appNamespace != p.controlNamespace {
+		return p.refuse("", "%s: only Applications in namespace %s may write into it on the management cluster", what, p.controlNamespace)
+	}
+	if !p.permitsDestination(dest, ns) {
+		return p.refuse("", "%s: the Project %s does not allow %s", what, p.Name, describe(dest, ns))
 	}
 	return nil
 }

@@ -55,6 +55,8 @@ func TestCheckApplication(t *testing.T) {
 		{"another namespace on the cluster", "team-a", "https://git.example.com/team-a/apps", "kube-system", east, "spec.destination: the Project team-a does not allow namespace kube-system on cluster east"},
 		{"another cluster", "team-a", "https://git.example.com/team-a/apps", "team-a-web", Destination{Name: "west", Server: "https://west:6443"}, "spec.destination"},
 		{"the management cluster by server", "team-a", "https://git.example.com/team-a/apps", "team-a", ManagementCluster, ""},
+		{"a dot-dot segment", "team-a", "https://git.example.com/team-a/../team-b/secret", "team-a-web", east, `spec.source.repoURL: the repository URL https://git.example.com/team-a/../team-b/secret has a "." or ".." path segment`},
+		{"an encoded dot-dot segment", "team-a", "https://git.example.com/team-a/%2E%2e/team-b/secret", "team-a-web", east, "path segment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := p.CheckApplication(tc.ns, appSpec(tc.repo, tc.destNS), tc.dest)
@@ -126,6 +128,8 @@ func TestCheckObject(t *testing.T) {
 			"Application navarch-system/a: only Applications in namespace navarch-system may write into it on the management cluster"},
 		{Object{Group: "navarch.io", Kind: "Application", Name: "a", Namespace: controlNS}, ManagementCluster, controlNS, ""},
 		{Object{Kind: "Secret", Name: "s", Namespace: controlNS}, east, "team-a", ""}, // not the management cluster
+		{Object{Kind: "Namespace", Name: controlNS}, ManagementCluster, "team-a",
+			"Namespace navarch-system: only Applications in namespace navarch-system may write into it on the management cluster"},
 	} {
 		err := p.CheckObject(tc.appNS, tc.dest, tc.obj)
 		switch {
@@ -227,4 +231,20 @@ func TestGate(t *testing.T) {
 func withManual(w navarchv1.SyncWindow) navarchv1.SyncWindow {
 	w.ManualSync = true
 	return w
+}
+
+// A Namespace object is the namespace it names: a Project that whitelists Namespace still
+// allows only the namespaces of its destinations.
+func TestNamespaceObjectsAreTheirNamespace(t *testing.T) {
+	p := compile(t, navarchv1.ProjectSpec{
+		Destinations:             []navarchv1.ProjectDestination{{Name: "east", Namespace: "team-a-*"}},
+		ClusterResourceWhitelist: []navarchv1.GroupKind{{Group: "", Kind: "Namespace"}},
+	})
+	if err := p.CheckObject("team-a", east, Object{Kind: "Namespace", Name: "team-a-web"}); err != nil {
+		t.Error(err)
+	}
+	err := p.CheckObject("team-a", east, Object{Kind: "Namespace", Name: "team-b-prod"})
+	if err == nil || !strings.Contains(err.Error(), "Namespace team-b-prod: the Project team-a does not allow namespace team-b-prod on cluster east") {
+		t.Errorf("got %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	_ "time/tzdata" // sync windows name IANA zones, which an image without zoneinfo lacks
 
 	"github.com/robfig/cron/v3"
 
@@ -96,10 +97,11 @@ func (w *window) String() string {
 			on = append(on, l.name+" "+strings.Join(l.list, ","))
 		}
 	}
+	head := []string{w.spec.Duration}
 	if w.spec.TimeZone != "" {
-		on = append([]string{w.spec.TimeZone}, on...)
+		head = append(head, w.spec.TimeZone)
 	}
-	return fmt.Sprintf("%s window %q (%s; %s)", w.spec.Kind, w.spec.Schedule, w.spec.Duration, strings.Join(on, "; "))
+	return fmt.Sprintf("%s window %q (%s)", w.spec.Kind, w.spec.Schedule, strings.Join(append(head, on...), "; "))
 }
 
 // Gate is what the sync windows of a Project say about one Application now.
