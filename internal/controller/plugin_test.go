@@ -149,8 +149,9 @@ func TestPluginFailuresDeleteNothing(t *testing.T) {
 	srv.Answer(answerEnvs("dev", "prod"))
 	set := applyAppSet(t, ns, pluginAppSet(cm))
 	before := waitForApps(t, ns, "dev,prod")
-	// If the plugin answered, prod would be deleted.
-	srv.Answer(answerEnvs("dev"))
+	// The plugin keeps answering dev and prod while the faults come and go, so that a pass
+	// that runs between one fault's fix and the next fault changes nothing; a controller that
+	// took a failure for an empty answer would delete both.
 
 	editConfigMap := func(edit func(*corev1.ConfigMap)) {
 		testenv.Update(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: cm}}, edit)
@@ -207,7 +208,8 @@ func TestPluginFailuresDeleteNothing(t *testing.T) {
 		f.fix()
 	}
 
-	// The plugin answers again: what it no longer generates goes.
+	// The plugin answers again, without prod: what it no longer generates goes.
+	srv.Answer(answerEnvs("dev"))
 	refresh(t, set)
 	waitForApps(t, ns, "dev")
 	waitForCondition(t, ns, "envs", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionFalse, "")
