@@ -162,6 +162,10 @@ spec:
   destination: {name: east, namespace: %[1]s-rbac}
   syncPolicy: {syncOptions: [CreateNamespace=true]}
 `, ns, url))
+	// The controller has seen the Project (its cache may lag the create) before the request.
+	waitForApp(t, rbac, "OutOfSync under its Project", func(a *navarchv1.Application) bool {
+		return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync && condition(a, navarchv1.ApplicationInvalidSpecError) == nil
+	})
 	requestSync(t, rbac)
 	waitForApp(t, rbac, "sync Failed before anything is applied", operationFailed(
 		"nothing was applied: ClusterRoleBinding "+binding+": the Project "+ns+" does not allow cluster-scoped ClusterRoleBinding"))
@@ -323,11 +327,11 @@ func errString(err error) string {
 func TestSyncWindowsHoldSyncsUntilTheyClose(t *testing.T) {
 	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"web/cm.yaml": configMap("web", "hello")})
-	// "short" opened at the start of this minute and closes 20 s from now; "long" stays open
+	// "short" opened at the start of this minute and closes 30 s from now; "long" stays open
 	// for the test but lets manual syncs through.
 	now := time.Now().UTC()
 	start := now.Truncate(time.Minute)
-	closes := now.Add(20 * time.Second).Truncate(time.Second)
+	closes := now.Add(30 * time.Second).Truncate(time.Second)
 	createProject(t, ns, fmt.Sprintf(`
   sourceRepos: ['*']
   destinations: [{name: east, namespace: '%[1]s-*'}]
@@ -353,18 +357,23 @@ spec:
 
 	requestSync(t, web)
 	waitForApp(t, web, "manual sync refused", operationFailed("sync refused: the deny window", "manual syncs need manualSync on the windows that stop them"))
-	requestSync(t, manual)
-	waitForApp(t, manual, "manual sync allowed by manualSync", syncedAndHealthy)
+	waitForApp(t, rollout, "automated sync blocked", hasCondition(navarchv1.ApplicationSyncBlocked, until))
 	testenv.Update(t, mgmt, rollout, func(a *navarchv1.Application) {
 		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{}, InitiatedBy: navarchv1.OperationInitiator{Username: "applicationset/" + ns}}
 	})
-	got := waitForApp(t, rollout, "the rollout's sync waits", hasCondition(navarchv1.ApplicationSyncBlocked, until))
-	if got.Operation == nil || got.Status.OperationState != nil {
-		t.Errorf("the rollout's request should wait, kept: operation %v, state %v", got.Operation, got.Status.OperationState)
-	}
+	testenv.Consistently(t, 2*time.Second, "the rollout's request waits, kept", func() string {
+		got := getApp(t, rollout)
+		if got.Operation == nil || got.Status.OperationState != nil {
+			return fmt.Sprintf("operation %v, state %v", got.Operation, got.Status.OperationState)
+		}
+		return ""
+	})
 	if time.Now().After(closes) {
 		t.Fatalf("the machine is too slow for this test: the window closed before its checks ran")
 	}
+	// "long" stays open: its manual sync may come after "short" closed.
+	requestSync(t, manual)
+	waitForApp(t, manual, "manual sync allowed by manualSync", syncedAndHealthy)
 
 	for _, a := range []*navarchv1.Application{web, rollout} {
 		got := waitForApp(t, a, "synced once the window closed", syncedAndHealthy)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type ApplicationReconciler struct {
 	Engine   *engine.Engine
 	// Events records operation transitions as Kubernetes Events; optional.
 	Events recorder.EventRecorder
+	// UnavailableRequeue is how soon an Application whose cluster is unavailable is routed
+	// again without an event; default 30s.
+	UnavailableRequeue time.Duration
 
 	// written remembers each Application as its last status write left it, so a worker never
 	// acts on a cached copy older than its own last write.
@@ -91,7 +95,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if deleting && controllerutil.ContainsFinalizer(app, navarchv1.FinalizerResources) {
 		r.deletionBlocked(ctx, app, err)
 	}
-	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.patchStatus(ctx, app, before)
+	return ctrl.Result{RequeueAfter: cmp.Or(r.UnavailableRequeue, 30*time.Second)}, r.patchStatus(ctx, app, before)
 }
 
 // deletionBlocked says, in a condition and once in an Event and the log, why a deleted

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -89,9 +90,17 @@ func TestDeletionsAreHeldWhileAWriteIsRefused(t *testing.T) {
 			waitForApps(t, ns, "a,b,c")
 			waitForCondition(t, ns, "s", navarchv1.ApplicationSetResourcesUpToDate, metav1.ConditionTrue, "")
 
-			logged := len(controllerLogs.Lines("Applied ApplicationSet", "applicationSet", ns+"/s"))
 			testenv.Update(t, env.Client, set, tt.mistake)
-			cond := waitForCondition(t, ns, "s", navarchv1.ApplicationSetErrorOccurred, metav1.ConditionTrue, navarchv1.ReasonApplicationError)
+			var cond *metav1.Condition
+			testenv.Eventually(t, "ErrorOccurred names the refused write", func() string {
+				cond = meta.FindStatusCondition(getAppSet(t, ns, "s").Status.Conditions, navarchv1.ApplicationSetErrorOccurred)
+				if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != navarchv1.ReasonApplicationError || !strings.Contains(cond.Message, tt.refused) {
+					return fmt.Sprintf("ErrorOccurred is %+v", cond)
+				}
+				return ""
+			})
+			// The passes from here on all see the refused write.
+			logged := len(controllerLogs.Lines("Applied ApplicationSet", "applicationSet", ns+"/s"))
 			requestRefresh(t, set) // one more pass inside the window
 			testenv.Consistently(t, 3*time.Second, "no Application is deleted while a write is refused", func() string {
 				if got := appNames(listApps(t, ns)); got != tt.during {

@@ -89,6 +89,10 @@ type Options struct {
 	ClusterBurst int
 	// ClusterProbeInterval is how often each Cluster is probed. Default 30s.
 	ClusterProbeInterval time.Duration
+	// UnavailableRequeue is how soon an Application whose cluster is unavailable is routed
+	// again without an event; the cluster's connection or readiness requeues it sooner.
+	// Default 30s.
+	UnavailableRequeue time.Duration
 	// GitPollInterval is how often Applications look for new commits. Default 3m.
 	GitPollInterval time.Duration
 	// SelfHealBackoff is how long selfHeal waits after a sync before correcting drift again.
@@ -233,14 +237,15 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	hooks := newWebhookReceiver(opts, enabled("application"), enabled("applicationset"))
 	projs := &projects{client: mgr.GetClient(), namespace: opts.SystemNamespace}
-	if err := ensureDefaultProject(ctx, mgr.GetClient(), opts.SystemNamespace); err != nil {
+	if err := ensureDefaultProject(ctx, mgr.GetClient(), opts.SystemNamespace); err != nil && ctx.Err() == nil {
 		// Not fatal: Applications of the default Project say that it is missing.
 		opts.Logger.Error(err, "The default Project could not be created")
 	}
 	apps := &ApplicationReconciler{
-		Client: mgr.GetClient(),
-		Engine: engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff, Projects: projs}),
-		Events: mgr.GetEventRecorder("navarch"),
+		Client:             mgr.GetClient(),
+		UnavailableRequeue: opts.UnavailableRequeue,
+		Engine:             engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff, Projects: projs}),
+		Events:             mgr.GetEventRecorder("navarch"),
 	}
 	apps.Clusters = clustercache.New(ctx, clustercache.Options{
 		InCluster: cfg,
