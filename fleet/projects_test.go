@@ -359,7 +359,7 @@ spec:
 	waitForApp(t, web, "manual sync refused", operationFailed("sync refused: the deny window", "manual syncs need manualSync on the windows that stop them"))
 	waitForApp(t, rollout, "automated sync blocked", hasCondition(navarchv1.ApplicationSyncBlocked, until))
 	testenv.Update(t, mgmt, rollout, func(a *navarchv1.Application) {
-		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{}, InitiatedBy: navarchv1.OperationInitiator{Username: "applicationset/" + ns}}
+		a.Operation = &navarchv1.Operation{Sync: &navarchv1.SyncOperation{}, InitiatedBy: navarchv1.OperationInitiator{Username: "applicationset/" + ns, Automated: true}}
 	})
 	testenv.Consistently(t, 2*time.Second, "the rollout's request waits, kept", func() string {
 		got := getApp(t, rollout)

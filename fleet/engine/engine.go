@@ -148,8 +148,9 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	windowWait := false
 	started := false
 	switch {
-	case app.Operation != nil && initiatedByApplicationSet(app.Operation) && !gate.Automated:
-		// A rollout's sync waits for the window, its request kept.
+	case app.Operation != nil && app.Operation.InitiatedBy.Automated && !gate.Automated:
+		// A requested sync marked automated (a rollout step's) waits for the window, its
+		// request kept.
 		windowWait = true
 	case app.Operation != nil:
 		res.ClearOperation = true

@@ -143,12 +143,6 @@ func (e *Engine) untilChange(g project.Gate) time.Duration {
 	return max(g.Change.Sub(e.opts.Now()), time.Second)
 }
 
-// initiatedByApplicationSet reports whether op was asked for by an ApplicationSet (a rollout
-// step): such syncs wait for sync windows like automated ones.
-func initiatedByApplicationSet(op *navarchv1.Operation) bool {
-	return strings.HasPrefix(op.InitiatedBy.Username, "applicationset/")
-}
-
 // takeovers records the objects an Application renders that another Application tracks and
 // whose taking over the Projects refuse, so that the owner's status says so too.
 type takeovers struct {
