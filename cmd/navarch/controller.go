@@ -15,6 +15,7 @@ func newControllerCommand() *cobra.Command {
 	var (
 		opts          controller.Options
 		metricsSecure bool
+		notifications bool
 		kube          kubeFlags
 		zapOp         = zap.Options{}
 	)
@@ -38,6 +39,7 @@ the kubeconfig like kubectl.`,
 			ctrl.SetLogger(logger)
 			opts.Config, opts.Logger = cfg, logger
 			opts.MetricsInsecure = !metricsSecure
+			opts.DisableNotifications = !notifications
 			return controller.Run(cmd.Context(), opts)
 		},
 	}
@@ -67,6 +69,7 @@ the kubeconfig like kubectl.`,
 	f.StringVar(&opts.WebhookAddr, "webhook-bind-address", "", `address of the GitHub webhook endpoint /api/webhook, e.g. ":8090" (plain HTTP; deliveries must be signed with the secret in Secret navarch-webhook, key github.secret, of --system-namespace; see docs/webhooks.md); empty serves none`)
 	f.IntVar(&opts.WebhookQueueSize, "webhook-queue-size", 256, "webhook events that may wait to be handled; deliveries beyond are refused with 503")
 	f.Int64Var(&opts.WebhookMaxPayload, "webhook-max-payload-bytes", 1<<20, "largest webhook delivery accepted; larger ones are refused with 413")
+	f.BoolVar(&notifications, "notifications", true, "send the notifications configured by the ConfigMap and Secret navarch-notifications of --system-namespace (docs/notifications.md); false watches neither")
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	zapOp.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -109,6 +109,9 @@ type Options struct {
 	// WebhookMaxPayload caps the body of a webhook delivery, in bytes; a larger one is refused
 	// with 413. Default 1 MiB.
 	WebhookMaxPayload int64
+	// DisableNotifications turns off notifications (docs/notifications.md): the ConfigMap
+	// navarch-notifications is then neither watched nor used.
+	DisableNotifications bool
 	// Logger is the root logger.
 	Logger logr.Logger
 }
@@ -294,6 +297,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := hooks.setup(mgr, cfg, fetcher, github); err != nil {
 		return fmt.Errorf("set up the webhook endpoint: %w", err)
+	}
+	if !opts.DisableNotifications {
+		if err := setupNotifications(mgr, cfg, opts); err != nil {
+			return fmt.Errorf("set up notifications: %w", err)
+		}
 	}
 	return mgr.Start(ctx)
 }

@@ -3,6 +3,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/navarch-io/navarch/internal/notify"
 )
 
 var (
@@ -32,4 +34,5 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, applicationsPerSet, generatorErrors, operationDuration, operationResults)
+	metrics.Registry.MustRegister(notify.Collectors()...)
 }

@@ -1,0 +1,228 @@
+package notify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// Options configure a Notifier. The zero value of each field has a sensible default.
+type Options struct {
+	// Logger logs each delivery's outcome and dropped notifications.
+	Logger logr.Logger
+	// Events records the Events of events destinations; nil records none.
+	Events events.EventRecorder
+	// HTTPClient posts to webhooks. Default: a client with a 10s timeout.
+	HTTPClient *http.Client
+	// QueueSize bounds the deliveries waiting; beyond it, new ones are dropped. Default 1000.
+	QueueSize int
+	// Workers deliver in parallel. Default 4.
+	Workers int
+	// Backoff is the wait before the first retry; it doubles for each next one. Default 1s.
+	Backoff time.Duration
+	// Attempts is the number of attempts of one delivery. Default 5.
+	Attempts int
+}
+
+func (o *Options) defaults() {
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1000
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 5
+	}
+}
+
+// Notifier observes Applications and ApplicationSets, turns their transitions into
+// notifications for the subscriptions that select them, and delivers those on a bounded
+// queue, so that observing never waits for a destination.
+type Notifier struct {
+	opts    Options
+	tracker *Tracker
+	config  atomic.Pointer[Config]
+	queue   chan *delivery
+	// done is closed when Start returns; pending retries are then abandoned.
+	done chan struct{}
+	once sync.Once
+}
+
+// delivery is one message for one destination.
+type delivery struct {
+	dest    Destination
+	msg     Message
+	object  runtime.Object // the Application or ApplicationSet, for Events and logs
+	key     klog.ObjectRef
+	attempt int
+}
+
+// New returns a Notifier with an empty configuration (nothing is sent until SetConfig).
+func New(opts Options) *Notifier {
+	opts.defaults()
+	n := &Notifier{opts: opts, tracker: NewTracker(), queue: make(chan *delivery, opts.QueueSize), done: make(chan struct{})}
+	n.config.Store(&Config{})
+	return n
+}
+
+// SetConfig replaces the configuration; deliveries already queued keep the old one.
+func (n *Notifier) SetConfig(c *Config) { n.config.Store(c) }
+
+// Application observes a state of app (a new object, an update): its transitions are queued
+// for delivery. It never blocks.
+func (n *Notifier) Application(app *navarchv1.Application) {
+	triggers := n.tracker.Application(app)
+	if len(triggers) == 0 {
+		return
+	}
+	target := ApplicationTarget(app)
+	now := time.Now()
+	for _, t := range triggers {
+		n.route(t, target, app.DeepCopy(), func() Message { return ApplicationMessage(t, app, now) })
+	}
+}
+
+// ApplicationSet observes a state of set.
+func (n *Notifier) ApplicationSet(set *navarchv1.ApplicationSet) {
+	triggers := n.tracker.ApplicationSet(set)
+	if len(triggers) == 0 {
+		return
+	}
+	target := ApplicationSetTarget(set)
+	now := time.Now()
+	for _, t := range triggers {
+		n.route(t, target, set.DeepCopy(), func() Message { return ApplicationSetMessage(t, set, now) })
+	}
+}
+
+// Forget drops the remembered state of a deleted object.
+func (n *Notifier) Forget(uid types.UID) { n.tracker.Forget(uid) }
+
+// route queues trigger t of an object for each destination of each subscription that wants
+// it; a destination named by several matching subscriptions gets one message.
+func (n *Notifier) route(t Trigger, target Target, obj runtime.Object, message func() Message) {
+	cfg := n.config.Load()
+	var sent []string
+	for _, sub := range cfg.Subscriptions {
+		if !slices.Contains(sub.Triggers, t) || !sub.Selector.Matches(target) {
+			continue
+		}
+		for _, name := range sub.Destinations {
+			dest, ok := cfg.Destinations[name]
+			if !ok || slices.Contains(sent, name) {
+				continue
+			}
+			sent = append(sent, name)
+			msg := message()
+			msg.ID, msg.Subscription = newID(), sub.Name
+			n.enqueue(&delivery{dest: dest, msg: msg, object: obj, key: objectRef(msg)})
+		}
+	}
+}
+
+func objectRef(m Message) klog.ObjectRef {
+	if a := m.Application; a != nil {
+		return klog.ObjectRef{Namespace: a.Namespace, Name: a.Name}
+	}
+	return klog.ObjectRef{Namespace: m.ApplicationSet.Namespace, Name: m.ApplicationSet.Name}
+}
+
+// enqueue adds d to the queue, or drops it when the queue is full.
+func (n *Notifier) enqueue(d *delivery) {
+	select {
+	case n.queue <- d:
+	default:
+		droppedTotal.WithLabelValues(d.dest.Name, string(d.msg.Trigger)).Inc()
+		n.opts.Logger.Info("Notification dropped: the delivery queue is full", n.logValues(d)...)
+	}
+}
+
+// Start delivers queued notifications until ctx is done; it runs Options.Workers workers.
+func (n *Notifier) Start(ctx context.Context) error {
+	defer n.once.Do(func() { close(n.done) })
+	var wg sync.WaitGroup
+	for range n.opts.Workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case d := <-n.queue:
+					n.deliver(ctx, d)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// deliver makes one attempt, and schedules the next one after a failure that may pass.
+func (n *Notifier) deliver(ctx context.Context, d *delivery) {
+	d.attempt++
+	trigger := string(d.msg.Trigger)
+	err := n.send(ctx, d)
+	if err == nil {
+		sentTotal.WithLabelValues(d.dest.Name, trigger).Inc()
+		n.opts.Logger.Info("Notification sent", n.logValues(d)...)
+		return
+	}
+	if errors.Is(err, errSkipped) {
+		return
+	}
+	attemptErrors.WithLabelValues(d.dest.Name, trigger).Inc()
+	var perm *permanentError
+	if errors.As(err, &perm) || d.attempt >= n.opts.Attempts || ctx.Err() != nil {
+		failedTotal.WithLabelValues(d.dest.Name, trigger).Inc()
+		n.opts.Logger.Error(err, "Notification failed", n.logValues(d)...)
+		return
+	}
+	wait := n.opts.Backoff << (d.attempt - 1)
+	n.opts.Logger.Info("Notification attempt failed; retrying", append(n.logValues(d), "error", err.Error(), "retryIn", wait.String())...)
+	time.AfterFunc(wait, func() {
+		select {
+		case <-n.done:
+		default:
+			n.enqueue(d)
+		}
+	})
+}
+
+func (n *Notifier) logValues(d *delivery) []any {
+	kind := "application"
+	if d.msg.ApplicationSet != nil {
+		kind = "applicationSet"
+	}
+	return []any{kind, d.key, "trigger", d.msg.Trigger, "destination", d.dest.Name, "subscription", d.msg.Subscription,
+		"delivery", d.msg.ID, "attempt", d.attempt}
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
