@@ -72,10 +72,15 @@ git: ## Install git (the test Git server runs git http-backend) and the OpenSSH 
 	@command -v git >/dev/null 2>&1 || { echo "installing git"; apt-get update -qq && apt-get install -y -qq git; }
 	@command -v ssh >/dev/null 2>&1 || { echo "installing openssh-client"; apt-get update -qq && apt-get install -y -qq openssh-client; }
 
+.PHONY: chromium
+chromium: ## Install Chromium (the dashboard's tests drive it headless, internal/browser) when missing.
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
+		{ echo "installing chromium"; apt-get update -qq && apt-get install -y -qq chromium; }
+
 ##@ Test
 
 .PHONY: test
-test: git k8s ## Run every unit, integration and e2e test against real local clusters, then short fuzz runs.
+test: git k8s chromium ## Run every unit, integration and e2e test against real local clusters, then short fuzz runs.
 	go test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
@@ -84,7 +89,7 @@ test: git k8s ## Run every unit, integration and e2e test against real local clu
 # coverage pass alone outlasts it on a loaded machine), so a regression shows up in CI.
 FUZZ_TARGETS := ./templates:FuzzFastTemplate ./templates:FuzzGoTemplate ./generators:FuzzMatchPath \
 	./internal/gitrepo:FuzzParseLsRemote ./internal/gitrepo:FuzzParseLsTree ./fleet/render:FuzzRender \
-	./internal/jsontree:FuzzParsePointer
+	./internal/jsontree:FuzzParsePointer ./internal/actions:FuzzParseResource
 FUZZTIME ?= 2m
 TEST_FUZZTIME ?= 2000x
 
@@ -106,6 +111,13 @@ bench: k8s ## Run the performance benchmarks (budgets in bench/README.md); resul
 .PHONY: demo
 demo: git k8s build ## Run the examples on a local fleet (three workload clusters and the controller) until every Application is Synced and Healthy.
 	$(BIN)/navarch demo --examples examples
+
+# The dashboard's browser tests write their screenshots here when NAVARCH_SCREENSHOTS is set.
+SCREENSHOTS_DIR ?= $(CURDIR)/docs/images
+
+.PHONY: screenshots
+screenshots: git k8s chromium ## Run the dashboard's browser tests, writing their screenshots to SCREENSHOTS_DIR (default docs/images).
+	NAVARCH_SCREENSHOTS=$(SCREENSHOTS_DIR) go test -count=1 -run 'TestDashboard' ./e2e/
 
 ##@ Tools
 

@@ -16,6 +16,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/actions"
 	"github.com/navarch-io/navarch/internal/project"
 )
 
@@ -303,7 +304,7 @@ func describeApplication(out io.Writer, app *navarchv1.Application, now time.Tim
 	fmt.Fprintln(out)
 	var pending [][]string
 	if op := app.Operation; op != nil {
-		pending = append(pending, []string{"Requested:", fmt.Sprintf("%s %s, waiting for the controller to start it", requestSummary(op), initiator(op.InitiatedBy))})
+		pending = append(pending, []string{"Requested:", fmt.Sprintf("%s %s, waiting for the controller to start it", requestSummary(op), actions.Initiator(op.InitiatedBy))})
 	}
 	if _, ok := app.Annotations[navarchv1.AnnotationTerminateOperation]; ok {
 		pending = append(pending, []string{"Terminating:", "requested, waiting for the controller"})
@@ -426,7 +427,7 @@ func describeOperation(out io.Writer, app *navarchv1.Application, now time.Time,
 	}
 	var fields [][]string
 	field := func(name, value string) { fields = append(fields, []string{name + ":", value}) }
-	field("Last operation", fmt.Sprintf("%s, %s, %s", operationSummary(st), initiator(st.Operation.InitiatedBy), when))
+	field("Last operation", fmt.Sprintf("%s, %s, %s", actions.OperationSummary(st), actions.Initiator(st.Operation.InitiatedBy), when))
 	field("Phase", p.phase(st.Phase, string(st.Phase)))
 	if st.Message != "" {
 		field("Message", st.Message)
@@ -450,47 +451,6 @@ func describeOperation(out io.Writer, app *navarchv1.Application, now time.Time,
 	}
 	fmt.Fprintln(out, "Tasks:")
 	return indentTable(out, taskRows(st.SyncResult.Resources, p))
-}
-
-// operationSummary says what an operation asked for: "sync to 1a2b3c4d (prune, dry run)".
-func operationSummary(st *navarchv1.OperationState) string {
-	op := st.Operation
-	rev := ""
-	if st.SyncResult != nil && st.SyncResult.Revision != "" {
-		rev = " to " + source.ShortRevision(st.SyncResult.Revision)
-	} else if op.Sync != nil && op.Sync.Revision != "" {
-		rev = " to " + op.Sync.Revision
-	}
-	if op.Rollback != nil {
-		return fmt.Sprintf("rollback to history entry %d%s", op.Rollback.ID, rev)
-	}
-	s := "sync" + rev
-	var opts []string
-	if sync := op.Sync; sync != nil {
-		if sync.Prune {
-			opts = append(opts, "prune")
-		}
-		if sync.DryRun {
-			opts = append(opts, "dry run")
-		}
-		if n := len(sync.Resources); n > 0 {
-			opts = append(opts, fmt.Sprintf("%d %s", n, plural(n, "resource", "resources")))
-		}
-	}
-	if len(opts) > 0 {
-		s += " (" + strings.Join(opts, ", ") + ")"
-	}
-	return s
-}
-
-func initiator(by navarchv1.OperationInitiator) string {
-	switch {
-	case by.Username != "":
-		return "by " + by.Username
-	case by.Automated:
-		return "by automated sync"
-	}
-	return "by an unknown initiator"
 }
 
 func retryLimit(app *navarchv1.Application) (int64, bool) {

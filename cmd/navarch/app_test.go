@@ -223,30 +223,6 @@ func TestPrintAppDiff(t *testing.T) {
 	}
 }
 
-func TestParseResource(t *testing.T) {
-	tests := []struct {
-		in   string
-		want navarchv1.SyncOperationResource
-		err  bool
-	}{
-		{in: "apps:Deployment:web", want: navarchv1.SyncOperationResource{Group: "apps", Kind: "Deployment", Name: "web"}},
-		{in: "ConfigMap:settings", want: navarchv1.SyncOperationResource{Kind: "ConfigMap", Name: "settings"}},
-		{in: ":ConfigMap:api/settings", want: navarchv1.SyncOperationResource{Kind: "ConfigMap", Namespace: "api", Name: "settings"}},
-		{in: "networking.k8s.io:Ingress:web/web", want: navarchv1.SyncOperationResource{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "web", Name: "web"}},
-		{in: "web", err: true},
-		{in: "a:b:c:d", err: true},
-		{in: "Deployment:", err: true},
-		{in: ":web", err: true},
-		{in: "Deployment:/web", err: true},
-	}
-	for _, tt := range tests {
-		got, err := parseResource(tt.in)
-		if (err != nil) != tt.err || (err == nil && got != tt.want) {
-			t.Errorf("parseResource(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.err)
-		}
-	}
-}
-
 func TestHistoryRows(t *testing.T) {
 	app := degradedApp()
 	got := historyRows(app.Status.History, false)
@@ -259,18 +235,5 @@ func TestHistoryRows(t *testing.T) {
 		if strings.Join(got[i], "|") != strings.Join(want[i], "|") {
 			t.Errorf("row %d:\n got %q\nwant %q", i, got[i], want[i])
 		}
-	}
-}
-
-func TestSyncRefusesWhileAnOperationRuns(t *testing.T) {
-	app := degradedApp()
-	err := checkNoRunningOperation(&app, now)
-	want := "application apps/api-prod-eu is already running an operation (sync to 1a2b3c4d (prune) by alice, started 2m ago, Running: retrying: Deployment api: admission webhook denied); wait for it, or stop it with: navarch app terminate-op api-prod-eu -n apps"
-	if err == nil || err.Error() != want {
-		t.Errorf("got %v\nwant %s", err, want)
-	}
-	done := syncedApp("web")
-	if err := checkNoRunningOperation(&done, now); err != nil {
-		t.Errorf("a finished operation blocks a new one: %v", err)
 	}
 }

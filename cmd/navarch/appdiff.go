@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/actions"
 )
 
 func newAppDiffCommand() *cobra.Command {
@@ -111,19 +111,11 @@ func comparedAgo(st navarchv1.ApplicationStatus, now time.Time) string {
 // (and status.reconciledAt) only changes when the comparison does, so the annotation's
 // removal, not reconciledAt, is the signal.
 func (s *session) refresh(ctx context.Context, name string, timeout time.Duration, stderr io.Writer) (*navarchv1.Application, error) {
-	app, err := s.application(ctx, name)
+	app, err := actions.Refresh(ctx, s.c, s.key(name))
 	if err != nil {
-		return nil, err
+		return nil, s.actionError(err, "Application", name)
 	}
 	key := qualified(app.Namespace, app.Name)
-	patch := client.MergeFrom(app.DeepCopy())
-	if app.Annotations == nil {
-		app.Annotations = map[string]string{}
-	}
-	app.Annotations[navarchv1.AnnotationRefresh] = time.Now().UTC().Format(time.RFC3339)
-	if err := s.c.Patch(ctx, app, patch); err != nil {
-		return nil, fmt.Errorf("annotate Application %s: %w", key, err)
-	}
 	fmt.Fprintf(stderr, "Waiting up to %s for the controller to compare %s with Git...\n", timeout, key)
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

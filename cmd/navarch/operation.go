@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/actions"
 )
 
 // waitFlags are --wait and --timeout of the commands that start an operation.
@@ -60,7 +60,7 @@ time: sync refuses while one is running.`,
 				return err
 			}
 			for _, r := range resources {
-				res, err := parseResource(r)
+				res, err := actions.ParseResource(r)
 				if err != nil {
 					return usageError{err}
 				}
@@ -73,13 +73,14 @@ time: sync refuses while one is running.`,
 			if err != nil {
 				return err
 			}
-			op := &navarchv1.Operation{Sync: &sync, InitiatedBy: navarchv1.OperationInitiator{Username: api.kube.username()}}
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			app, err := s.requestOperation(ctx, args[0], op, nil, cmd.ErrOrStderr())
+			req, err := actions.Sync(ctx, s.c, s.key(args[0]), sync, api.kube.username())
 			if err != nil {
-				return err
+				return s.actionError(err, "Application", args[0])
 			}
-			fmt.Fprintf(out, "Requested a %s of Application %s.\n", requestSummary(op), qualified(app.Namespace, app.Name))
+			app := req.Application
+			reportReplaced(cmd.ErrOrStderr(), req)
+			fmt.Fprintf(out, "Requested a %s of Application %s.\n", requestSummary(req.Operation), qualified(app.Namespace, app.Name))
 			if !wf.wait {
 				fmt.Fprintf(out, "Follow it with: navarch app get %s -n %s\n", app.Name, app.Namespace)
 				return nil
@@ -98,90 +99,35 @@ time: sync refuses while one is running.`,
 	return cmd
 }
 
-// parseResource parses [GROUP:]KIND:[NAMESPACE/]NAME.
-func parseResource(s string) (navarchv1.SyncOperationResource, error) {
-	var r navarchv1.SyncOperationResource
-	parts := strings.Split(s, ":")
-	var name string
-	switch len(parts) {
-	case 2:
-		r.Kind, name = parts[0], parts[1]
-	case 3:
-		r.Group, r.Kind, name = parts[0], parts[1], parts[2]
-	default:
-		return r, fmt.Errorf("--resource %q: want [GROUP:]KIND:[NAMESPACE/]NAME, e.g. apps:Deployment:web", s)
-	}
-	if ns, n, ok := strings.Cut(name, "/"); ok {
-		r.Namespace, name = ns, n
-		if ns == "" {
-			return r, fmt.Errorf("--resource %q: empty namespace before /", s)
-		}
-	}
-	r.Name = name
-	if r.Kind == "" || r.Name == "" {
-		return r, fmt.Errorf("--resource %q: want [GROUP:]KIND:[NAMESPACE/]NAME with a kind and a name", s)
-	}
-	return r, nil
-}
-
 // requestSummary says what an operation asks for, before it runs.
 func requestSummary(op *navarchv1.Operation) string {
 	if op.Rollback != nil {
 		return fmt.Sprintf("rollback to history entry %d", op.Rollback.ID)
 	}
 	st := &navarchv1.OperationState{Operation: *op}
-	return operationSummary(st)
+	return actions.OperationSummary(st)
 }
 
-// requestOperation sets the operation of an Application unless it already runs one. check,
-// if set, vets the Application first. The write is conditional on the version read, so an
-// operation the controller starts meanwhile is never overwritten. It returns the Application
-// as the write left it: its status still shows the operation before the request.
-func (s *session) requestOperation(ctx context.Context, name string, op *navarchv1.Operation,
-	check func(*navarchv1.Application) error, stderr io.Writer) (*navarchv1.Application, error) {
-	var app *navarchv1.Application
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := s.application(ctx, name)
-		if err != nil {
-			return err
-		}
-		if err := checkNoRunningOperation(cur, time.Now()); err != nil {
-			return err
-		}
-		if check != nil {
-			if err := check(cur); err != nil {
-				return err
-			}
-		}
-		if cur.Operation != nil {
-			fmt.Fprintf(stderr, "Replacing the operation of %s that the controller has not started yet (%s %s).\n",
-				qualified(cur.Namespace, cur.Name), requestSummary(cur.Operation), initiator(cur.Operation.InitiatedBy))
-		}
-		patch := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		cur.Operation = op
-		if err := s.c.Patch(ctx, cur, patch); err != nil {
-			return fmt.Errorf("set the operation of Application %s: %w", qualified(cur.Namespace, cur.Name), err)
-		}
-		app = cur
-		return nil
-	})
-	return app, err
+// key is the name of an object in the session's namespace.
+func (s *session) key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: s.ns, Name: name}
 }
 
-// checkNoRunningOperation fails when the Application runs an operation: the controller would
-// drop a second one.
-func checkNoRunningOperation(app *navarchv1.Application, now time.Time) error {
-	st := app.Status.OperationState
-	if st == nil || (st.Phase != navarchv1.OperationRunning && st.Phase != navarchv1.OperationTerminating) {
-		return nil
+// actionError is the error of an action on the object kind name: a missing object is named
+// with where it was looked for, as every command does.
+func (s *session) actionError(err error, kind, name string) error {
+	if apierrors.IsNotFound(err) {
+		return notFound(err, kind, s.ns, name)
 	}
-	msg := ""
-	if st.Message != "" {
-		msg = ": " + st.Message
+	return err
+}
+
+// reportReplaced says on stderr that the request replaced one the controller had not started.
+func reportReplaced(stderr io.Writer, req *actions.Request) {
+	if op, app := req.Replaced, req.Application; op != nil {
+		fmt.Fprintf(stderr, "Replacing the operation of %s that the controller has not started yet (%s %s).\n",
+			qualified(app.Namespace, app.Name), requestSummary(op), actions.Initiator(op.InitiatedBy))
 	}
-	return fmt.Errorf("application %s is already running an operation (%s %s, started %s ago, %s%s); wait for it, or stop it with: navarch app terminate-op %s -n %s",
-		qualified(app.Namespace, app.Name), operationSummary(st), initiator(st.Operation.InitiatedBy),
-		ago(now, st.StartedAt.Time), st.Phase, msg, app.Name, app.Namespace)
 }
 
 // waitForOperation follows the operation just requested on requested (the Application as the
@@ -230,13 +176,13 @@ func (s *session) waitForOperation(ctx context.Context, requested *navarchv1.App
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "%s of Application %s %s", capitalise(operationSummary(st)), key, p.phase(st.Phase, string(st.Phase)))
+	fmt.Fprintf(stdout, "%s of Application %s %s", capitalise(actions.OperationSummary(st)), key, p.phase(st.Phase, string(st.Phase)))
 	if st.Message != "" {
 		fmt.Fprintf(stdout, ": %s", st.Message)
 	}
 	fmt.Fprintln(stdout)
 	if st.Phase != navarchv1.OperationSucceeded {
-		return fmt.Errorf("the %s of Application %s %s: %s", operationSummary(st), key, st.Phase, orDefault(st.Message, "no message"))
+		return fmt.Errorf("the %s of Application %s %s: %s", actions.OperationSummary(st), key, st.Phase, orDefault(st.Message, "no message"))
 	}
 	return nil
 }
@@ -288,29 +234,13 @@ annotation to resume it.`,
 			if err != nil {
 				return err
 			}
-			var entry navarchv1.RevisionHistory
-			hasEntry := func(app *navarchv1.Application) error {
-				i := slices.IndexFunc(app.Status.History, func(h navarchv1.RevisionHistory) bool { return h.ID == id })
-				if i < 0 {
-					ids := make([]string, len(app.Status.History))
-					for j, h := range app.Status.History {
-						ids[j] = fmt.Sprint(h.ID)
-					}
-					return fmt.Errorf("application %s has no history entry %d (its entries: %s); see navarch app history %s -n %s",
-						qualified(app.Namespace, app.Name), id, orDefault(strings.Join(ids, ", "), "none"), app.Name, app.Namespace)
-				}
-				entry = app.Status.History[i]
-				return nil
-			}
-			op := &navarchv1.Operation{
-				Rollback:    &navarchv1.RollbackOperation{ID: id},
-				InitiatedBy: navarchv1.OperationInitiator{Username: api.kube.username()},
-			}
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			app, err := s.requestOperation(ctx, args[0], op, hasEntry, cmd.ErrOrStderr())
+			req, err := actions.Rollback(ctx, s.c, s.key(args[0]), id, api.kube.username())
 			if err != nil {
-				return err
+				return s.actionError(err, "Application", args[0])
 			}
+			app, entry := req.Application, req.Entry
+			reportReplaced(cmd.ErrOrStderr(), req)
 			fmt.Fprintf(out, "Requested a rollback of Application %s to history entry %d (revision %s, path %s).\n",
 				qualified(app.Namespace, app.Name), id, source.ShortRevision(entry.Revision), orDash(entry.Source.Path))
 			fmt.Fprintf(out, `Automated sync is paused while the Application runs an older revision: the controller sets
@@ -342,31 +272,14 @@ stay as they are.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			app, err := s.application(ctx, args[0])
+			app, err := actions.Terminate(cmd.Context(), s.c, s.key(args[0]))
 			if err != nil {
-				return err
+				return s.actionError(err, "Application", args[0])
 			}
-			now := time.Now()
+			now, st := time.Now(), app.Status.OperationState
 			key := qualified(app.Namespace, app.Name)
-			st := app.Status.OperationState
-			if st == nil || (st.Phase != navarchv1.OperationRunning && st.Phase != navarchv1.OperationTerminating) {
-				last := "none"
-				if st != nil {
-					last = operationSummary(st) + ", " + lastOperation(st, now, palette{})
-				}
-				return fmt.Errorf("application %s has no running operation to terminate (last operation: %s)", key, last)
-			}
-			patch := client.MergeFrom(app.DeepCopy())
-			if app.Annotations == nil {
-				app.Annotations = map[string]string{}
-			}
-			app.Annotations[navarchv1.AnnotationTerminateOperation] = "true"
-			if err := s.c.Patch(ctx, app, patch); err != nil {
-				return fmt.Errorf("annotate Application %s: %w", key, err)
-			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Asked the controller to terminate the %s of Application %s (%s, started %s ago).\nFollow it with: navarch app get %s -n %s\n",
-				operationSummary(st), key, initiator(st.Operation.InitiatedBy), ago(now, st.StartedAt.Time), app.Name, app.Namespace)
+				actions.OperationSummary(st), key, actions.Initiator(st.Operation.InitiatedBy), ago(now, st.StartedAt.Time), app.Name, app.Namespace)
 			return nil
 		},
 	}

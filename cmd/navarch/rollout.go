@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -26,6 +24,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
+	"github.com/navarch-io/navarch/internal/actions"
 )
 
 // The rollout commands read and steer a RollingSync rollout. The controller does the work:
@@ -84,8 +83,8 @@ func printRolloutOutput(out, stderr io.Writer, set *navarchv1.ApplicationSet, ou
 	if output != "table" {
 		return printDocument(out, output, rolloutDocumentOf(set))
 	}
-	if _, ok := rollingSteps(set); !ok {
-		fmt.Fprintln(stderr, noRollingSync(set, "show")+".")
+	if _, ok := actions.RollingSteps(set); !ok {
+		fmt.Fprintln(stderr, actions.NoRollingSync(set, "show")+".")
 		return nil
 	}
 	return printRollout(out, set, now, paletteFor(out))
@@ -121,7 +120,7 @@ func (s *session) followRollout(ctx context.Context, name, output string, out, s
 		if err := printRolloutOutput(out, stderr, set, output, time.Now()); err != nil {
 			return false, err
 		}
-		_, rolling := rollingSteps(set)
+		_, rolling := actions.RollingSteps(set)
 		return !rolling || rolloutEnded(set), nil
 	})
 	switch {
@@ -172,29 +171,9 @@ func rolloutDocumentOf(set *navarchv1.ApplicationSet) rolloutDocument {
 	return rolloutDocument{Strategy: set.Spec.Strategy, Rollout: set.Status.Rollout, ApplicationStatus: apps}
 }
 
-// rollingSteps are the RollingSync steps of set; ok is false when it has no RollingSync
-// strategy.
-func rollingSteps(set *navarchv1.ApplicationSet) (steps []navarchv1.RollingSyncStep, ok bool) {
-	st := set.Spec.Strategy
-	if st == nil || st.Type != navarchv1.StrategyRollingSync || st.RollingSync == nil {
-		return nil, false
-	}
-	return st.RollingSync.Steps, true
-}
-
-// noRollingSync says that set has no rollout to act on; what is the verb (show, promote, ...).
-func noRollingSync(set *navarchv1.ApplicationSet, what string) string {
-	typ := navarchv1.StrategyAllAtOnce
-	if set.Spec.Strategy != nil && set.Spec.Strategy.Type != "" {
-		typ = set.Spec.Strategy.Type
-	}
-	return fmt.Sprintf("ApplicationSet %s has no RollingSync strategy (spec.strategy.type is %s): there is no rollout to %s",
-		qualified(set.Namespace, set.Name), typ, what)
-}
-
 // printRollout describes a RollingSync rollout: the header, the steps, the Applications.
 func printRollout(out io.Writer, set *navarchv1.ApplicationSet, now time.Time, p palette) error {
-	steps, _ := rollingSteps(set)
+	steps, _ := actions.RollingSteps(set)
 	if err := printFields(out, rolloutHeader(set, steps, now, p)); err != nil {
 		return err
 	}
@@ -314,7 +293,7 @@ func rolloutStepRows(set *navarchv1.ApplicationSet, steps []navarchv1.RollingSyn
 		}
 		rows = append(rows, []string{
 			fmt.Sprint(n),
-			stepSelector(step.MatchExpressions),
+			actions.StepSelector(step.MatchExpressions),
 			maxUpdate,
 			soak,
 			approval(set, step, n, p),
@@ -323,21 +302,6 @@ func rolloutStepRows(set *navarchv1.ApplicationSet, steps []navarchv1.RollingSyn
 		})
 	}
 	return rows
-}
-
-// stepSelector prints a step's matchExpressions as "env In (dev,staging), tier Exists".
-func stepSelector(exprs []metav1.LabelSelectorRequirement) string {
-	if len(exprs) == 0 {
-		return "(every Application)"
-	}
-	parts := make([]string, len(exprs))
-	for i, e := range exprs {
-		parts[i] = e.Key + " " + string(e.Operator)
-		if len(e.Values) > 0 {
-			parts[i] += " (" + strings.Join(e.Values, ",") + ")"
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // approval is a step's APPROVAL cell: required, requested (promote annotation not yet
@@ -500,89 +464,24 @@ approve a later step ahead of time.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			set, err := s.applicationSet(ctx, args[0])
-			if err != nil {
-				return err
-			}
 			if !stepGiven {
 				step = 0
 			}
-			pr, err := planPromotion(set, step)
+			res, err := actions.Promote(cmd.Context(), s.c, s.key(args[0]), step)
 			if err != nil {
-				return err
+				return s.actionError(err, "ApplicationSet", args[0])
 			}
-			out := cmd.OutOrStdout()
-			if !pr.write {
-				fmt.Fprintln(out, pr.message)
-				return nil
-			}
-			if pending, ok := set.Annotations[navarchv1.AnnotationPromote]; ok && pending != strconv.Itoa(int(pr.step)) {
+			if res.Replaced != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Replacing the request to promote step %s of %s, which the controller has not recorded yet.\n",
-					pending, qualified(set.Namespace, set.Name))
+					res.Replaced, qualified(res.ApplicationSet.Namespace, res.ApplicationSet.Name))
 			}
-			value := strconv.Itoa(int(pr.step))
-			if err := s.annotateApplicationSet(ctx, set, navarchv1.AnnotationPromote, &value); err != nil {
-				return err
-			}
-			fmt.Fprintln(out, pr.message)
+			fmt.Fprintln(cmd.OutOrStdout(), res.Message)
 			return nil
 		},
 	}
 	api.addTo(cmd.Flags())
 	cmd.Flags().Int32Var(&step, "step", 0, "the step to approve, from 1 (default: the step the rollout waits on)")
 	return cmd
-}
-
-// promotion is what promote does: write the annotation for step, or only say message.
-type promotion struct {
-	step    int32
-	write   bool
-	message string
-}
-
-// planPromotion picks the step promote approves: requested (0 when --step was not given),
-// else the step the rollout waits on. It refuses a set without RollingSync, a step outside
-// the steps or one that needs no approval, and a default when nothing waits for approval.
-func planPromotion(set *navarchv1.ApplicationSet, requested int32) (promotion, error) {
-	key := qualified(set.Namespace, set.Name)
-	steps, ok := rollingSteps(set)
-	if !ok {
-		return promotion{}, errors.New(noRollingSync(set, "promote"))
-	}
-	r := set.Status.Rollout
-	step := requested
-	if step == 0 {
-		if r == nil || r.Phase != navarchv1.RolloutPhaseWaitingForApproval {
-			return promotion{}, fmt.Errorf("the rollout of ApplicationSet %s waits for no approval (%s); to approve a later step ahead of time, give it with --step N",
-				key, rolloutWhere(r, len(steps)))
-		}
-		step = r.Step
-	}
-	if step < 1 || int(step) > len(steps) {
-		return promotion{}, fmt.Errorf("ApplicationSet %s has no step %d: its rollout has steps 1 to %d", key, step, len(steps))
-	}
-	if !steps[step-1].RequireApproval {
-		return promotion{}, fmt.Errorf("step %d of ApplicationSet %s does not require approval (spec.strategy.rollingSync.steps[%d].requireApproval is false)",
-			step, key, step-1)
-	}
-	if r != nil && slices.Contains(r.ApprovedSteps, step) {
-		return promotion{step: step, message: fmt.Sprintf("Step %d of %d of ApplicationSet %s is already approved; nothing to do.", step, len(steps), key)}, nil
-	}
-	return promotion{step: step, write: true, message: fmt.Sprintf(
-		"Approved step %d of %d (%s) of ApplicationSet %s with %s=%d; the controller records the approval and removes the annotation.\nFollow the rollout with: navarch appset rollout %s -n %s -w",
-		step, len(steps), stepSelector(steps[step-1].MatchExpressions), key, navarchv1.AnnotationPromote, step, set.Name, set.Namespace)}, nil
-}
-
-// rolloutWhere says where a rollout is, for messages: "Progressing at step 2 of 3".
-func rolloutWhere(r *navarchv1.RolloutStatus, steps int) string {
-	switch {
-	case r == nil || r.Phase == "":
-		return "the controller has not started it yet"
-	case r.Phase == navarchv1.RolloutPhaseCompleted:
-		return "it is Completed"
-	}
-	return fmt.Sprintf("it is %s at step %d of %d", r.Phase, r.Step, steps)
 }
 
 func newAppSetPauseCommand() *cobra.Command {
@@ -617,75 +516,19 @@ controller goes on with the rollout where it stopped.`
 		if err != nil {
 			return err
 		}
-		ctx := cmd.Context()
-		set, err := s.applicationSet(ctx, args[0])
+		act := actions.Resume
+		if pause {
+			act = actions.Pause
+		}
+		res, err := act(cmd.Context(), s.c, s.key(args[0]))
 		if err != nil {
-			return err
+			return s.actionError(err, "ApplicationSet", args[0])
 		}
-		write, message, err := planPause(set, pause)
-		if err != nil {
-			return err
-		}
-		if write {
-			var value *string
-			if pause {
-				v := "true"
-				value = &v
-			}
-			if err := s.annotateApplicationSet(ctx, set, navarchv1.AnnotationRolloutPaused, value); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), message)
+		fmt.Fprintln(cmd.OutOrStdout(), res.Message)
 		return nil
 	}
 	api.addTo(cmd.Flags())
 	return cmd
-}
-
-// planPause decides what pause (or resume) does: whether to write the annotation, and what to
-// say. Pausing needs a RollingSync strategy; resuming always removes the annotation, so that
-// one left behind after the strategy changed can be cleaned up.
-func planPause(set *navarchv1.ApplicationSet, pause bool) (write bool, message string, err error) {
-	key := qualified(set.Namespace, set.Name)
-	_, paused := set.Annotations[navarchv1.AnnotationRolloutPaused]
-	_, rolling := rollingSteps(set)
-	resume := fmt.Sprintf("navarch appset resume %s -n %s", set.Name, set.Namespace)
-	switch {
-	case pause && paused:
-		return false, fmt.Sprintf("The rollout of ApplicationSet %s is already paused (%s); nothing to do. Resume it with: %s",
-			key, navarchv1.AnnotationRolloutPaused, resume), nil
-	case pause && !rolling:
-		return false, "", errors.New(noRollingSync(set, "pause"))
-	case pause:
-		return true, fmt.Sprintf("Paused the rollout of ApplicationSet %s: set %s=true; the controller starts no new sync, syncs already started finish.\nResume it with: %s",
-			key, navarchv1.AnnotationRolloutPaused, resume), nil
-	case !paused:
-		return false, fmt.Sprintf("The rollout of ApplicationSet %s is not paused (no %s annotation); nothing to do.",
-			key, navarchv1.AnnotationRolloutPaused), nil
-	}
-	return true, fmt.Sprintf("Resumed the rollout of ApplicationSet %s: removed %s; the controller goes on where it stopped.\nFollow it with: navarch appset rollout %s -n %s -w",
-		key, navarchv1.AnnotationRolloutPaused, set.Name, set.Namespace), nil
-}
-
-// annotationPatch is a JSON merge patch of one annotation and nothing else; a nil value
-// removes it.
-func annotationPatch(key string, value *string) []byte {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}})
-	if err != nil {
-		panic(err) // a map of strings always marshals
-	}
-	return data
-}
-
-// annotateApplicationSet sets (or, with a nil value, removes) one annotation of set with a
-// merge patch of that annotation only, so that it never overwrites what the controller or
-// anyone else wrote meanwhile.
-func (s *session) annotateApplicationSet(ctx context.Context, set *navarchv1.ApplicationSet, key string, value *string) error {
-	if err := s.c.Patch(ctx, set, client.RawPatch(types.MergePatchType, annotationPatch(key, value))); err != nil {
-		return fmt.Errorf("annotate ApplicationSet %s: %w", qualified(set.Namespace, set.Name), err)
-	}
-	return nil
 }
 
 // watchApplicationSet watches one ApplicationSet until done returns true for a version of it,
