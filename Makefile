@@ -18,6 +18,9 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # own control plane (~330 MB each), which 2 cores and 24 GiB handle comfortably.
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT ?= 30m
+# make test keeps its whole output here and, when a test fails, ends by listing the failures, so
+# that the last lines of a CI log name them whatever the controllers logged before.
+TEST_LOG ?= $(BIN)/test.log
 
 ##@ Development
 
@@ -81,7 +84,10 @@ chromium: ## Install Chromium (the dashboard's tests drive it headless, internal
 
 .PHONY: test
 test: git k8s chromium ## Run every unit, integration and e2e test against real local clusters, then short fuzz runs.
-	go test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
+	@mkdir -p $(dir $(TEST_LOG))
+	go test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./... 2>&1 | tee $(TEST_LOG) || \
+		{ echo; echo "make test: these tests failed (the whole output is in $(TEST_LOG)):"; \
+		  grep -E -e '^\s*--- FAIL' -e '^FAIL' -e '^panic:' -e '^\s+[A-Za-z0-9_]+_test\.go:[0-9]+:' $(TEST_LOG) | cut -c1-800 | tail -80; exit 1; }
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # Fuzz targets as package:Target. `make fuzz` runs each for FUZZTIME; `make test` runs each for
