@@ -2,7 +2,6 @@ package v1alpha1_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -429,19 +428,5 @@ func decode(t *testing.T, y string) *unstructured.Unstructured {
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(context.Background(), testenv.Options{Name: "api-validation"}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return code
+	os.Exit(testenv.Main(m, testenv.Options{Name: "api-validation"}, &env))
 }

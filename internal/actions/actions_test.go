@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,20 +25,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(context.Background(), testenv.Options{Name: "actions"}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return code
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{Name: "actions"}, &env))
 }
 
 func create(t *testing.T, obj client.Object, manifest string) {
