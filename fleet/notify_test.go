@@ -21,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/githubserver"
 	"github.com/navarch-io/navarch/internal/notify"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
@@ -245,7 +247,9 @@ spec:
 	// Signed with the key of the Secret, over the exact body; one delivery id per message.
 	ids := map[string]bool{}
 	for _, d := range hook.requests() {
+		// Over the attempt's timestamp and the exact body, so that a replay can be refused.
 		mac := hmac.New(sha256.New, []byte(key))
+		mac.Write([]byte(d.header.Get("X-Navarch-Timestamp") + "."))
 		mac.Write(d.body)
 		if got, want := d.header.Get("X-Navarch-Signature"), "sha256="+hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(got), []byte(want)) {
 			t.Errorf("X-Navarch-Signature %q does not verify with the key of the Secret (want %q)", got, want)
@@ -429,4 +433,251 @@ func gauge(t *testing.T, name string) float64 {
 		return -1
 	}
 	return m[0].GetGauge().GetValue()
+}
+
+// messagesAbout keeps the messages about objects of namespace ns: other tests' objects may
+// share names.
+func messagesAbout(ns string, msgs []notify.Message) []notify.Message {
+	var out []notify.Message
+	for _, m := range msgs {
+		if (m.Application != nil && m.Application.Namespace == ns) || (m.ApplicationSet != nil && m.ApplicationSet.Namespace == ns) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// expectMessages waits until the receiver accepted exactly the messages want ("trigger name",
+// comma-separated, in order) about ns, then checks that no other message follows for a while.
+func expectMessages(t *testing.T, r *receiver, ns, want string) []notify.Message {
+	t.Helper()
+	got := func() string {
+		msgs := messagesAbout(ns, r.accepted(t))
+		if have := triggersOf(msgs); have != want {
+			var summaries []string
+			for i, m := range msgs {
+				if i == 6 {
+					summaries = append(summaries, "…")
+					break
+				}
+				summaries = append(summaries, m.Summary)
+			}
+			return fmt.Sprintf("received %q: %s", have, strings.Join(summaries, " | "))
+		}
+		return ""
+	}
+	testenv.EventuallyWithin(t, rolloutWait, "the receiver got "+want, got)
+	testenv.Consistently(t, 5*time.Second, "one message per transition: "+want, got)
+	return messagesAbout(ns, r.accepted(t))
+}
+
+// A platform team subscribes to its rollout's outcomes: the first rollout (to dev, which soaks,
+// then prod) completing is one RolloutCompleted, and a bad commit whose sync fails at dev is
+// one RolloutHalted that says where and why; the rollout seen again and again while it stays
+// halted sends nothing more. (A bad commit whose pods fail is no good here: kwok restarts
+// them, dev's health flaps, and the rollout goes Halted, Progressing, Completed and back at
+// the same revisions; that used to send a RolloutCompleted on each flap, which
+// TestTrackerRollouts now covers.)
+func TestNotificationsRolloutCompletedAndHalted(t *testing.T) {
+	ns := testenv.Namespace(t, mgmt)
+	url := repo(t, webSource("v1", false))
+	v1, err := git.Resolve(testenv.Name(t), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registerStages(t, ns, stages[0], stages[2])
+	hook := newReceiver(t)
+	configureNotifications(t, `
+destinations:
+- {name: hook, webhook: {urlSecretKey: url}}
+subscriptions:
+- name: rollouts
+  triggers: [RolloutCompleted, RolloutHalted]
+  destinations: [hook]
+  selector: {applicationSets: [web]}
+`, map[string]string{"url": hook.URL})
+	set := createRolloutSet(t, ns, url, `
+      - matchExpressions: [{key: env, operator: In, values: [dev]}]
+        minSuccessTime: 3s
+      - matchExpressions: [{key: env, operator: In, values: [prod]}]`, "")
+	waitForRollout(t, set, navarchv1.RolloutPhaseCompleted, v1, "dev", "prod-a")
+
+	msgs := expectMessages(t, hook, ns, "RolloutCompleted ")
+	if m := msgs[0]; m.Severity != "info" || m.Subscription != "rollouts" || m.Application != nil || m.ApplicationSet == nil ||
+		m.ApplicationSet.Name != "web" || m.ApplicationSet.UID != set.UID || m.ApplicationSet.Rollout == nil ||
+		m.ApplicationSet.Rollout.Phase != navarchv1.RolloutPhaseCompleted || m.ApplicationSet.Rollout.Steps != 2 ||
+		m.Summary != "ApplicationSet "+ns+"/web: rollout completed (2 steps)" {
+		t.Errorf("the RolloutCompleted message is %+v, applicationSet %+v", m, m.ApplicationSet)
+	}
+
+	// No CRD defines Sprocket: dev's sync of v2 fails, which halts the rollout at dev
+	// (maxFailures 0) until a new commit.
+	bad := webSource("v2", false)
+	bad["web/sprocket.yaml"] = "apiVersion: notify.example.com/v1\nkind: Sprocket\nmetadata: {name: s}\n"
+	push(t, "web v2: a kind the clusters do not have", bad)
+	refreshApps(t, ns, "dev", "prod-a")
+	msgs = expectMessages(t, hook, ns, "RolloutCompleted , RolloutHalted ")
+	dev := appName(ns, "dev")
+	if m := msgs[1]; m.Severity != "warning" || m.ApplicationSet == nil || m.ApplicationSet.Rollout == nil ||
+		m.ApplicationSet.Rollout.Phase != navarchv1.RolloutPhaseHalted || m.ApplicationSet.Rollout.Step != 1 ||
+		!strings.Contains(m.ApplicationSet.Rollout.Message, dev) || !strings.Contains(m.ApplicationSet.Rollout.Message, "Sprocket") ||
+		!strings.HasPrefix(m.Summary, "ApplicationSet "+ns+"/web: rollout halted at step 1: ") {
+		t.Errorf("the RolloutHalted message is %+v, rollout %+v; want step 1, naming %s and the Sprocket its sync failed on", m, m.ApplicationSet.Rollout, dev)
+	}
+	if got := getSet(t, set).Status.Rollout; got == nil || got.Phase != navarchv1.RolloutPhaseHalted {
+		t.Errorf("the receiver was told the rollout halted, but it is %+v", got)
+	}
+	// Comparing the halted rollout's Applications again changes nothing.
+	refresh(t, &navarchv1.Application{ObjectMeta: objectMeta(ns, dev)})
+	expectMessages(t, hook, ns, "RolloutCompleted , RolloutHalted ")
+}
+
+// An Application whose pod fails is Degraded: one message, with the health message, however
+// often the Application is compared again.
+func TestNotificationsDegradedOncePerTransition(t *testing.T) {
+	ns := testenv.Namespace(t, mgmt)
+	hook := newReceiver(t)
+	configureNotifications(t, `
+destinations:
+- {name: hook, webhook: {urlSecretKey: url}}
+subscriptions:
+- name: health
+  triggers: [Degraded]
+  destinations: [hook]
+  selector: {labels: 'notify-test=`+ns+`'}
+`, map[string]string{"url": hook.URL})
+	url := repo(t, map[string]string{
+		"batch/cm.yaml": webConfigMap,
+		// A pod that fails (navarch.io/simulate: fail, see docs/dev-fleet.md) and is not
+		// restarted: its health is Degraded for good.
+		"batch/pod.yaml": `apiVersion: v1
+kind: Pod
+metadata: {name: report, annotations: {navarch.io/simulate: fail}}
+spec:
+  restartPolicy: Never
+  containers: [{name: report, image: "registry.example.com/report:v1"}]
+`,
+	})
+	batch := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: batch, labels: {notify-test: %s}}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: batch}
+  destination: {name: east, namespace: %s-batch}
+  syncPolicy: {syncOptions: [CreateNamespace=true]}
+`, ns, url, ns))
+	waitForApp(t, batch, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
+	requestSync(t, batch)
+	waitForApp(t, batch, "Degraded", func(a *navarchv1.Application) bool { return a.Status.Health.Status == navarchv1.HealthDegraded })
+	refresh(t, batch)
+	refresh(t, batch)
+
+	msgs := expectMessages(t, hook, ns, "Degraded batch")
+	got := getApp(t, batch)
+	if m := msgs[0]; m.Severity != "warning" || m.Application.Health != navarchv1.HealthDegraded || m.Application.HealthMessage == "" ||
+		m.Application.HealthMessage != got.Status.Health.Message || m.Application.Destination != "east/"+ns+"-batch" ||
+		m.Summary != fmt.Sprintf("Application %s/batch is Degraded: %s (project default, destination east/%s-batch)", ns, got.Status.Health.Message, ns) {
+		t.Errorf("the Degraded message is %+v %+v; the Application says %q", m, m.Application, got.Status.Health.Message)
+	}
+}
+
+// A pull request's preview tells its author when it is ready: one PreviewReady when the
+// preview is Synced and Healthy at the head commit, none more while it stays so, and one
+// more after a push, at the new head. The pull requests come from a GitHub-compatible server
+// (internal/githubserver); the preview deploys from the real Git server to a real cluster.
+func TestNotificationsPreviewReadyOncePerCommit(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	url := repo(t, map[string]string{"app/cm.yaml": webConfigMap})
+	head, err := git.Resolve(testenv.Name(t), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := githubserver.Start(githubserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gh.Close() })
+	const token = "ghp_notify-test-token"
+	gh.AddToken(token)
+	gh.RequireAuth(true)
+	gh.AddRepo("acme", "app", githubserver.Repo{DefaultBranch: "main", Branches: map[string]string{"main": head}})
+	if err := mgmt.Create(ctx, &corev1.Secret{ObjectMeta: objectMeta(ns, "gh"), StringData: map[string]string{"token": token}}); err != nil {
+		t.Fatal(err)
+	}
+	number := gh.OpenPR("acme", "app", githubserver.PullRequest{Title: "Add login", Head: "feature/login", Base: "main", HeadSHA: head, Author: "ana", Labels: []string{"preview"}})
+
+	hook, chat := newReceiver(t), newReceiver(t)
+	configureNotifications(t, `
+destinations:
+- {name: chat, slack: {urlSecretKey: chat}}
+- {name: hook, webhook: {urlSecretKey: hook}}
+subscriptions:
+- name: previews
+  triggers: [PreviewReady]
+  destinations: [hook, chat]
+  selector: {applicationSets: [previews]}
+`, map[string]string{"chat": chat.URL, "hook": hook.URL})
+
+	set := &navarchv1.ApplicationSet{}
+	if err := yaml.UnmarshalStrict(fmt.Appendf(nil, `
+metadata: {name: previews, namespace: %[1]s}
+spec:
+  generators:
+  - pullRequest:
+      github: {owner: acme, repo: app, api: %[2]q, tokenRef: {secretName: gh, key: token}, labels: [preview]}
+  template:
+    metadata: {name: 'preview-{{number}}'}
+    spec:
+      source: {repoURL: %[3]s, targetRevision: '{{head_sha}}', path: app}
+      destination: {name: east, namespace: '%[1]s-pr-{{number}}'}
+      syncPolicy:
+        automated: {prune: true}
+        syncOptions: [CreateNamespace=true]
+`, ns, gh.APIURL(), url), set); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Create(ctx, set); err != nil {
+		t.Fatalf("create ApplicationSet: %v", err)
+	}
+	t.Cleanup(func() { deleteRolloutSet(t, set) })
+	preview := &navarchv1.Application{ObjectMeta: objectMeta(ns, fmt.Sprintf("preview-%d", number))}
+	testenv.Eventually(t, "the ApplicationSet generates "+preview.Name, func() string {
+		if err := mgmt.Get(ctx, client.ObjectKeyFromObject(preview), &navarchv1.Application{}); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	waitForApp(t, preview, "Synced and Healthy at the head commit", func(a *navarchv1.Application) bool {
+		return syncedAndHealthy(a) && a.Status.Sync.Revision == head
+	})
+	ref := fmt.Sprintf("acme/app#%d@%s", number, head)
+	msgs := expectMessages(t, hook, ns, "PreviewReady "+preview.Name)
+	if m := msgs[0]; m.Severity != "info" || m.Application.PullRequest != ref || m.Application.Revision != head ||
+		m.Application.ApplicationSet != "previews" || m.Application.Sync != navarchv1.SyncStatusSynced || m.Application.Health != navarchv1.HealthHealthy ||
+		!strings.HasPrefix(m.Summary, fmt.Sprintf("Application %s/%s: preview acme/app#%d is Synced and Healthy at %.8s", ns, preview.Name, number, head)) {
+		t.Errorf("the PreviewReady message is %+v %+v", m, m.Application)
+	}
+	if got := len(chat.requests()); got != 1 {
+		t.Errorf("the chat received %d messages, want 1", got)
+	}
+
+	// The author pushes: the preview moves to the new head and is ready there once more.
+	next := push(t, "login: second try", map[string]string{"app/cm.yaml": strings.Replace(webConfigMap, "hello", "hello again", 1)})
+	gh.PushPR("acme", "app", number, next)
+	testenv.Update(t, mgmt, set, func(s *navarchv1.ApplicationSet) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[navarchv1.AnnotationRefresh] = time.Now().Format(time.RFC3339Nano)
+	})
+	waitForApp(t, preview, "Synced and Healthy at the pushed commit", func(a *navarchv1.Application) bool {
+		return syncedAndHealthy(a) && a.Status.Sync.Revision == next
+	})
+	msgs = expectMessages(t, hook, ns, "PreviewReady "+preview.Name+", PreviewReady "+preview.Name)
+	if got := msgs[1].Application.PullRequest; got != fmt.Sprintf("acme/app#%d@%s", number, next) {
+		t.Errorf("the second PreviewReady is about %q, want the pushed commit %.8s", got, next)
+	}
+	if got := len(chat.requests()); got != 2 {
+		t.Errorf("the chat received %d messages, want 2", got)
+	}
 }

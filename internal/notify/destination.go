@@ -20,12 +20,13 @@ import (
 
 // Headers of webhook requests.
 const (
-	// HeaderSignature carries "sha256=" and the hex HMAC-SHA256 of the body, keyed with the
-	// destination's hmacSecretKey.
+	// HeaderSignature carries "sha256=" and the hex HMAC-SHA256, keyed with the destination's
+	// hmacSecretKey, of the attempt's timestamp (HeaderTimestamp), a ".", and the body: the
+	// timestamp is signed so that a receiver can reject a replayed request (see Sign).
 	HeaderSignature = "X-Navarch-Signature"
 	// HeaderDelivery carries the message's id, the same for every retry.
 	HeaderDelivery = "X-Navarch-Delivery"
-	// HeaderTimestamp carries the Unix time of the attempt, in seconds.
+	// HeaderTimestamp carries the Unix time of the attempt, in seconds; it is signed.
 	HeaderTimestamp = "X-Navarch-Timestamp"
 	// HeaderTrigger carries the trigger.
 	HeaderTrigger = "X-Navarch-Trigger"
@@ -40,12 +41,35 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// Sign returns the value of HeaderSignature for body and key.
-func Sign(key, body []byte) string {
+// retryAfterError is a failure whose receiver said when to try again (Retry-After).
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// maxRetryAfter bounds the wait a receiver's Retry-After may impose: a longer one is cut to
+// it, so that a delivery never waits in memory for hours.
+const maxRetryAfter = 5 * time.Minute
+
+// Sign returns the value of HeaderSignature for a request sent at timestamp (the value of
+// HeaderTimestamp) with body: the HMAC-SHA256 of timestamp + "." + body, keyed with key. A
+// receiver recomputes it, compares in constant time, and rejects a timestamp far from its
+// clock: a request captured on the way cannot be replayed later, nor its timestamp changed.
+func Sign(key []byte, timestamp string, body []byte) string {
 	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
+
+// refuseRedirect is the CheckRedirect of webhook clients. A redirect is not followed: the
+// next request would carry the signature and the configured headers to wherever the
+// Location points, possibly another host. The 3xx answer is the attempt's result.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // SlackBody is the body posted to a Slack-compatible incoming webhook.
 type SlackBody struct {
@@ -69,9 +93,10 @@ func (n *Notifier) send(ctx context.Context, d *delivery) error {
 		if err != nil {
 			return &permanentError{err}
 		}
-		headers := map[string]string{HeaderDelivery: d.msg.ID, HeaderTrigger: string(d.msg.Trigger)}
+		timestamp := strconv.FormatInt(time.Now().Unix(), 10)
+		headers := map[string]string{HeaderDelivery: d.msg.ID, HeaderTrigger: string(d.msg.Trigger), HeaderTimestamp: timestamp}
 		if len(d.dest.HMACKey) > 0 {
-			headers[HeaderSignature] = Sign(d.dest.HMACKey, body)
+			headers[HeaderSignature] = Sign(d.dest.HMACKey, timestamp, body)
 		}
 		for k, v := range d.dest.Headers {
 			headers[k] = v
@@ -89,7 +114,8 @@ func (n *Notifier) send(ctx context.Context, d *delivery) error {
 	return &permanentError{fmt.Errorf("unknown destination kind %q", d.dest.Kind)}
 }
 
-// post sends body; 5xx, 408, 429 and transport errors may pass, other statuses are final.
+// post sends body; 5xx, 408, 429 and transport errors may pass, other statuses (a redirect
+// too: it is not followed) are final. A Retry-After of a 429 or 503 is returned with the error.
 func (n *Notifier) post(ctx context.Context, target string, body []byte, headers map[string]string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
@@ -97,7 +123,6 @@ func (n *Notifier) post(ctx context.Context, target string, body []byte, headers
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "navarch-notifications")
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -114,9 +139,36 @@ func (n *Notifier) post(ctx context.Context, target string, body []byte, headers
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("the receiver answered %s", resp.Status)
+		err := fmt.Errorf("the receiver answered %s", resp.Status)
+		if after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return &retryAfterError{err: err, after: after}
+		}
+		return err
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// The Location is not repeated: it may hold a token as the URL does.
+		return &permanentError{fmt.Errorf("the receiver answered %s; redirects are not followed", resp.Status)}
 	}
 	return &permanentError{fmt.Errorf("the receiver answered %s", resp.Status)}
+}
+
+// retryAfter parses a Retry-After header, seconds or an HTTP date, into a wait from now,
+// at most maxRetryAfter.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	var wait time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		wait = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		wait = max(at.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(wait, maxRetryAfter), true
 }
 
 // alreadyRecorded lists the triggers for which the controllers record an Event on every

@@ -10,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -110,11 +112,21 @@ subscriptions:
 	waitFor(t, "one request", func() bool { return len(hook.requests()) == 1 })
 	r := hook.requests()[0]
 
-	// What a receiver does: recompute the HMAC of the raw body with the shared key.
+	// What a receiver does: recompute the HMAC of the timestamp, ".", and the raw body with
+	// the shared key.
+	ts := r.header.Get(HeaderTimestamp)
+	if sent, err := strconv.ParseInt(ts, 10, 64); err != nil || time.Since(time.Unix(sent, 0)).Abs() > time.Minute {
+		t.Errorf("%s = %q, want the Unix time of the attempt", HeaderTimestamp, ts)
+	}
 	mac := hmac.New(sha256.New, []byte("s3cret"))
+	mac.Write([]byte(ts + "."))
 	mac.Write(r.body)
 	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(r.header.Get(HeaderSignature)), []byte(want)) {
 		t.Errorf("%s = %q, want %q", HeaderSignature, r.header.Get(HeaderSignature), want)
+	}
+	// The timestamp is signed: a replay with a fresh timestamp does not verify.
+	if replayed := Sign([]byte("s3cret"), "9999999999", r.body); replayed == r.header.Get(HeaderSignature) {
+		t.Errorf("the signature does not depend on the timestamp")
 	}
 	var msg Message
 	if err := json.Unmarshal(r.body, &msg); err != nil {
@@ -148,8 +160,166 @@ subscriptions:
 		t.Fatal(err)
 	}
 	text, _ := body["text"].(string)
-	if len(body) != 1 || text != ":warning: *OutOfSync* Application ns/web is OutOfSync with 1a2b3c4d (project default, destination )" {
+	if len(body) != 1 || text != ":warning: *OutOfSync* Application ns/web is OutOfSync with 1a2b3c4d (project default, no destination)" {
 		t.Errorf("Slack body = %v", body)
+	}
+}
+
+func TestSummaryNamesTheDestination(t *testing.T) {
+	for _, tc := range []struct {
+		dest navarchv1.ApplicationDestination
+		want string
+	}{
+		{navarchv1.ApplicationDestination{}, "(project default, no destination)"},
+		{navarchv1.ApplicationDestination{Name: "east"}, "(project default, destination east)"},
+		{navarchv1.ApplicationDestination{Name: "east", Namespace: "web"}, "(project default, destination east/web)"},
+		{navarchv1.ApplicationDestination{Server: "https://east.example:6443", Namespace: "web"}, "(project default, destination https://east.example:6443/web)"},
+	} {
+		a := app(navarchv1.SyncStatusOutOfSync, navarchv1.HealthHealthy, "", 0)
+		a.Spec.Destination = tc.dest
+		if got := ApplicationMessage(OutOfSync, a, time.Now()).Summary; !strings.HasSuffix(got, " "+tc.want) || strings.Contains(got, " )") {
+			t.Errorf("destination %+v: summary %q, want it to end with %q", tc.dest, got, tc.want)
+		}
+	}
+}
+
+// A webhook that redirects elsewhere is not followed: the other host never sees the
+// signature or the configured headers, and the delivery fails at once, as a 404 does.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	elsewhere := newReceiver(t)
+	redirecting := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/collect", http.StatusTemporaryRedirect))
+	t.Cleanup(redirecting.Close)
+	n := startNotifier(t, `
+destinations:
+- name: ops
+  webhook: {url: '`+redirecting.URL+`', hmacSecretKey: hmac, headers: {X-Api-Key: team-token}}
+subscriptions:
+- {name: all, triggers: [OutOfSync], destinations: [ops]}
+`, map[string][]byte{"hmac": []byte("s3cret")})
+	failedBefore := failures("ops")
+	drift(n)
+	waitFor(t, "the delivery to fail", func() bool {
+		return failures("ops") > failedBefore
+	})
+	if got := len(elsewhere.requests()); got != 0 {
+		t.Errorf("the redirect's target received %d requests, with headers %v", got, elsewhere.requests()[0].header)
+	}
+	if got := n.pendingRetries(); got != 0 {
+		t.Errorf("a redirect is retried (%d pending), want a final failure", got)
+	}
+
+	// A caller's client that would follow redirects does not.
+	own := &http.Client{Timeout: time.Second}
+	if New(Options{HTTPClient: own}).opts.HTTPClient.CheckRedirect == nil || own.CheckRedirect != nil {
+		t.Errorf("a caller's HTTP client follows redirects, or was modified")
+	}
+}
+
+// failures reads navarch_notifications_failed_total for dest's OutOfSync messages.
+func failures(dest string) float64 {
+	var m dto.Metric
+	if err := failedTotal.WithLabelValues(dest, string(OutOfSync)).Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A 429 or 503 with Retry-After is retried no sooner than it says, however short the backoff.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		times = append(times, time.Now())
+		if len(times) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(busy.Close)
+	n := startNotifier(t, `
+destinations:
+- {name: busy, webhook: {url: '`+busy.URL+`'}}
+subscriptions:
+- {name: all, triggers: [OutOfSync], destinations: [busy]}
+`, nil)
+	drift(n)
+	waitFor(t, "the retry", func() bool { mu.Lock(); defer mu.Unlock(); return len(times) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := times[1].Sub(times[0]); gap < time.Second {
+		t.Errorf("retried %s after a 429 with Retry-After: 1, want at least 1s (the backoff is 10ms)", gap)
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"", 0, false},
+		{"3", 3 * time.Second, true},
+		{"-1", 0, false},
+		{"soon", 0, false},
+		{"86400", maxRetryAfter, true},
+		{"99999999999999999", maxRetryAfter, true},
+		{now.Add(30 * time.Second).Format(http.TimeFormat), 30 * time.Second, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
+		{now.Add(24 * time.Hour).Format(http.TimeFormat), maxRetryAfter, true},
+	} {
+		got, ok := retryAfter(tc.value, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("retryAfter(%q) = %s, %v; want %s, %v", tc.value, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestBackoffDoublesUpToItsCap(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 10: maxBackoff, 200: maxBackoff} {
+		if got := backoff(time.Second, attempt); got != want {
+			t.Errorf("backoff after attempt %d = %s, want %s", attempt, got, want)
+		}
+	}
+}
+
+// When the Notifier stops, the retries waiting are abandoned at once: no timer outlives it
+// and the receiver hears nothing more.
+func TestStopAbandonsPendingRetries(t *testing.T) {
+	down := newReceiver(t, 500, 500, 500, 500)
+	cfg, err := Parse(map[string]string{ConfigKey: `
+destinations:
+- {name: down, webhook: {url: '` + down.URL + `'}}
+subscriptions:
+- {name: all, triggers: [OutOfSync], destinations: [down]}
+`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := New(Options{Backoff: time.Second})
+	n.SetConfig(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = n.Start(ctx); close(done) }()
+	drift(n)
+	waitFor(t, "a retry waiting", func() bool { return n.pendingRetries() == 1 })
+	cancel()
+	<-done
+	if got := n.pendingRetries(); got != 0 {
+		t.Errorf("%d retries still pending after Start returned", got)
+	}
+	n.retryAfter(&delivery{}, time.Millisecond)
+	if got := n.pendingRetries(); got != 0 {
+		t.Errorf("a retry was scheduled after Start returned")
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond) // past the first retry's backoff
+	for time.Now().Before(deadline) {
+		if got := len(down.requests()); got != 1 {
+			t.Fatalf("the receiver got %d requests after the Notifier stopped, want 1", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -205,6 +375,7 @@ subscriptions:
 func ExampleSign() {
 	body := []byte(`{"id":"0f3c","trigger":"OutOfSync"}`)
 	// A receiver compares this with the X-Navarch-Signature header, in constant time.
-	fmt.Println(Sign([]byte("key"), body))
-	// Output: sha256=b9a3345db229fe2c3a9112ba48c3353cd2597296c8a8e0bf8a8f6200a59f6432
+	// X-Navarch-Timestamp is signed with the body: a receiver rejects old timestamps.
+	fmt.Println(Sign([]byte("key"), "1767225600", body))
+	// Output: sha256=84eb58195d053c341cd0479b199db90b7d299073cd6833e9acf8ae2e32425c3a
 }

@@ -130,7 +130,7 @@ func ApplicationMessage(t Trigger, app *navarchv1.Application, now time.Time) Me
 	}
 	return Message{
 		Time: now.UTC(), Trigger: t, Severity: severity(t),
-		Summary:     summary + fmt.Sprintf(" (project %s, destination %s)", info.Project, info.Destination),
+		Summary:     summary + placement(info),
 		Application: info,
 	}
 }
@@ -164,6 +164,16 @@ func severity(t Trigger) string {
 	return "info"
 }
 
+// placement is the end of an Application's summary: its Project, and its destination, or
+// "no destination" when spec.destination is empty (the Application is invalid).
+func placement(info *ApplicationInfo) string {
+	if info.Destination == "" {
+		return " (project " + info.Project + ", no destination)"
+	}
+	return " (project " + info.Project + ", destination " + info.Destination + ")"
+}
+
+// destination is spec.destination's name or server, with "/namespace"; "" when none is set.
 func destination(d navarchv1.ApplicationDestination) string {
 	target := d.Name
 	if target == "" {

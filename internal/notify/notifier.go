@@ -26,13 +26,15 @@ type Options struct {
 	Logger logr.Logger
 	// Events records the Events of events destinations; nil records none.
 	Events events.EventRecorder
-	// HTTPClient posts to webhooks. Default: a client with a 10s timeout.
+	// HTTPClient posts to webhooks. Default: a client with a 10s timeout. Redirects are
+	// never followed, whatever its CheckRedirect (see refuseRedirect).
 	HTTPClient *http.Client
 	// QueueSize bounds the deliveries waiting; beyond it, new ones are dropped. Default 1000.
 	QueueSize int
 	// Workers deliver in parallel. Default 4.
 	Workers int
-	// Backoff is the wait before the first retry; it doubles for each next one. Default 1s.
+	// Backoff is the wait before the first retry; it doubles for each next one, up to
+	// maxBackoff. A receiver's Retry-After, when longer, is waited instead. Default 1s.
 	Backoff time.Duration
 	// Attempts is the number of attempts of one delivery. Default 5.
 	Attempts int
@@ -42,9 +44,13 @@ func (o *Options) defaults() {
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		client = &c
 	}
+	client.CheckRedirect = refuseRedirect
+	o.HTTPClient = client
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1000
 	}
@@ -67,10 +73,15 @@ type Notifier struct {
 	tracker *Tracker
 	config  atomic.Pointer[Config]
 	queue   chan *delivery
-	// done is closed when Start returns; pending retries are then abandoned.
-	done chan struct{}
-	once sync.Once
+	// mu guards retries and stopped. retries are the timers of deliveries waiting to be
+	// retried; Start stops them when it returns, so that none outlives the Notifier.
+	mu      sync.Mutex
+	retries map[*delivery]*time.Timer
+	stopped bool
 }
+
+// maxBackoff bounds the doubling backoff between two attempts.
+const maxBackoff = 5 * time.Minute
 
 // delivery is one message for one destination.
 type delivery struct {
@@ -84,7 +95,7 @@ type delivery struct {
 // New returns a Notifier with an empty configuration (nothing is sent until SetConfig).
 func New(opts Options) *Notifier {
 	opts.defaults()
-	n := &Notifier{opts: opts, tracker: NewTracker(), queue: make(chan *delivery, opts.QueueSize), done: make(chan struct{})}
+	n := &Notifier{opts: opts, tracker: NewTracker(), queue: make(chan *delivery, opts.QueueSize), retries: map[*delivery]*time.Timer{}}
 	n.config.Store(&Config{})
 	return n
 }
@@ -162,8 +173,10 @@ func (n *Notifier) enqueue(d *delivery) {
 }
 
 // Start delivers queued notifications until ctx is done; it runs Options.Workers workers.
+// When it returns, no worker runs and no retry is pending: deliveries still queued or
+// waiting to be retried are abandoned.
 func (n *Notifier) Start(ctx context.Context) error {
-	defer n.once.Do(func() { close(n.done) })
+	defer n.stopRetries()
 	var wg sync.WaitGroup
 	for range n.opts.Workers {
 		wg.Go(func() {
@@ -201,15 +214,58 @@ func (n *Notifier) deliver(ctx context.Context, d *delivery) {
 		n.opts.Logger.Error(err, "Notification failed", n.logValues(d)...)
 		return
 	}
-	wait := n.opts.Backoff << (d.attempt - 1)
+	wait := backoff(n.opts.Backoff, d.attempt)
+	if ra, ok := errors.AsType[*retryAfterError](err); ok && ra.after > wait {
+		wait = ra.after
+	}
 	n.opts.Logger.Info("Notification attempt failed; retrying", append(n.logValues(d), "error", err.Error(), "retryIn", wait.String())...)
-	time.AfterFunc(wait, func() {
-		select {
-		case <-n.done:
-		default:
+	n.retryAfter(d, wait)
+}
+
+// backoff is the wait after the given failed attempt: base, doubled for each attempt
+// after the first, at most maxBackoff.
+func backoff(base time.Duration, attempt int) time.Duration {
+	wait := base
+	for i := 1; i < attempt && wait < maxBackoff; i++ {
+		wait *= 2
+	}
+	return min(wait, maxBackoff)
+}
+
+// retryAfter queues d again after wait, unless Start has returned by then.
+func (n *Notifier) retryAfter(d *delivery, wait time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.retries[d] = time.AfterFunc(wait, func() {
+		n.mu.Lock()
+		_, pending := n.retries[d]
+		delete(n.retries, d)
+		n.mu.Unlock()
+		if pending {
 			n.enqueue(d)
 		}
 	})
+}
+
+// stopRetries abandons the retries waiting and refuses new ones.
+func (n *Notifier) stopRetries() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stopped = true
+	for d, timer := range n.retries {
+		timer.Stop()
+		delete(n.retries, d)
+	}
+}
+
+// pendingRetries counts the deliveries waiting to be retried.
+func (n *Notifier) pendingRetries() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.retries)
 }
 
 func (n *Notifier) logValues(d *delivery) []any {

@@ -50,6 +50,14 @@ func TestTrackerTransitions(t *testing.T) {
 		{"drift", []*navarchv1.Application{app(synced, healthy, "", 0), app(outOfSync, healthy, "", 0), app(outOfSync, healthy, "", 0), app(synced, healthy, "", 0)},
 			[][]Trigger{{OutOfSync}, nil, nil}},
 		{"unknown to out of sync", []*navarchv1.Application{app(unknown, healthy, "", 0), app(outOfSync, healthy, "", 0)}, [][]Trigger{{OutOfSync}}},
+		{"an unreachable cluster between two OutOfSync comparisons is not drift again", []*navarchv1.Application{
+			app(synced, healthy, "", 0), app(outOfSync, healthy, "", 0), app(unknown, healthy, "", 0), app(outOfSync, healthy, "", 0), app(unknown, healthy, "", 0), app(outOfSync, healthy, "", 0)},
+			[][]Trigger{{OutOfSync}, nil, nil, nil, nil}},
+		{"synced, unreachable, then out of sync is drift", []*navarchv1.Application{app(synced, healthy, "", 0), app(unknown, healthy, "", 0), app(outOfSync, healthy, "", 0)},
+			[][]Trigger{nil, {OutOfSync}}},
+		{"unknown health between two Degraded is not degrading again", []*navarchv1.Application{
+			app(synced, healthy, "", 0), app(synced, degraded, "", 0), app(synced, navarchv1.HealthUnknown, "", 0), app(synced, degraded, "", 0)},
+			[][]Trigger{{Degraded}, nil, nil}},
 		{"a new Application's first comparison is not drift", []*navarchv1.Application{app("", none, "", 0), app(outOfSync, none, "", 0)}, [][]Trigger{nil}},
 		{"degraded once", []*navarchv1.Application{app(synced, progressing, "", 0), app(synced, degraded, "", 0), app(synced, degraded, "", 0), app(synced, healthy, "", 0), app(synced, degraded, "", 0)},
 			[][]Trigger{{Degraded}, nil, nil, {Degraded}}},
@@ -121,6 +129,20 @@ func TestTrackerRollouts(t *testing.T) {
 		{set(navarchv1.RolloutPhaseProgressing, "c"), nil},
 		{set(navarchv1.RolloutPhaseCompleted, "c"), []Trigger{RolloutCompleted}},
 		{set(navarchv1.RolloutPhaseCompleted, "c"), nil},
+		// A completed rollout that finds work again (a workload whose health flaps, a new
+		// cluster) goes back to Progressing and completes again at the same revisions: the
+		// rollout of those revisions completed once. Seen in fleet/notify_test.go.
+		{set(navarchv1.RolloutPhaseProgressing, "c"), nil},
+		{set(navarchv1.RolloutPhaseCompleted, "c"), nil},
+		{set(navarchv1.RolloutPhaseProgressing, "c"), nil},
+		{set(navarchv1.RolloutPhaseCompleted, "c"), nil},
+		// Likewise a rollout halted, going on and halting again at the same revisions.
+		{set(navarchv1.RolloutPhaseProgressing, "e"), nil},
+		{set(navarchv1.RolloutPhaseHalted, "e"), []Trigger{RolloutHalted}},
+		{set(navarchv1.RolloutPhaseProgressing, "e"), nil},
+		{set(navarchv1.RolloutPhaseHalted, "e"), nil},
+		// The next revisions complete: a message.
+		{set(navarchv1.RolloutPhaseCompleted, "f"), []Trigger{RolloutCompleted}},
 	}
 	for i, s := range steps {
 		if got := tr.ApplicationSet(s.set); !slices.Equal(got, s.want) {
@@ -130,5 +152,12 @@ func TestTrackerRollouts(t *testing.T) {
 	tr.Forget("s1")
 	if got := tr.ApplicationSet(set(navarchv1.RolloutPhaseHalted, "d")); got != nil {
 		t.Errorf("after Forget, the state is a new baseline; got %v", got)
+	}
+	// A baseline that is already Completed does not complete again at its revisions.
+	tr.Forget("s1")
+	for i, s := range []*navarchv1.ApplicationSet{set(navarchv1.RolloutPhaseCompleted, "g"), set(navarchv1.RolloutPhaseProgressing, "g"), set(navarchv1.RolloutPhaseCompleted, "g")} {
+		if got := tr.ApplicationSet(s); got != nil {
+			t.Errorf("baseline Completed, state %d: %v, want nothing", i, got)
+		}
 	}
 }
