@@ -41,5 +41,6 @@ cluster in sync with Git.`,
 	root.AddCommand(newStatusCommand())
 	root.AddCommand(newImportCommand())
 	root.AddCommand(newDemoCommand())
+	root.AddCommand(newDashboardCommand())
 	return root
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
-	"github.com/navarch-io/navarch/internal/destination"
+	"github.com/navarch-io/navarch/internal/fleetview"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -127,7 +126,6 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 		registered[c.Name] = true
 		m.Clusters = append(m.Clusters, matrixColumn{Name: c.Name, Registered: true})
 	}
-	slices.SortFunc(m.Clusters, func(a, b matrixColumn) int { return strings.Compare(a.Name, b.Name) })
 
 	namespaces := map[string]bool{}
 	for _, app := range apps {
@@ -135,19 +133,13 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 	}
 	rows := map[string]*matrixRow{}
 	extra := map[string]bool{}
-	for _, app := range apps {
-		column := destinationCluster(app.Spec.Destination, clusters)
+	for i := range apps {
+		app := &apps[i]
+		column := fleetview.Column(app.Spec.Destination, clusters)
 		if !registered[column] {
 			extra[column] = true
 		}
-		set := app.Labels[navarchv1.LabelApplicationSet]
-		name := app.Name
-		if set != "" {
-			// One row per application of the set: its app.kubernetes.io/name label when the
-			// template sets one (its source path may differ per cluster, e.g. an overlay per
-			// environment), else its source path.
-			name = set + ":" + cmp.Or(app.Labels["app.kubernetes.io/name"], sourcePath(app.Spec.GetSources()[0]))
-		}
+		name, set := fleetview.Row(app)
 		if len(namespaces) > 1 {
 			name = app.Namespace + "/" + name
 		}
@@ -155,7 +147,7 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 		if !ok {
 			row = &matrixRow{Name: name, Namespace: app.Namespace, Cells: map[string][]matrixCell{}}
 			if set != "" {
-				row.ApplicationSet, row.Path = set, sourcePath(app.Spec.GetSources()[0])
+				row.ApplicationSet, row.Path = set, fleetview.SourcePath(app)
 			}
 			rows[name] = row
 		}
@@ -174,18 +166,10 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 			m.Summary.NotOK++
 		}
 	}
-	var extras []string
 	for name := range extra {
-		extras = append(extras, name)
-	}
-	slices.Sort(extras)
-	// in-cluster first among the unregistered: it is a destination, not a mistake.
-	slices.SortStableFunc(extras, func(a, b string) int {
-		return boolOrder(b == navarchv1.InClusterName) - boolOrder(a == navarchv1.InClusterName)
-	})
-	for _, name := range extras {
 		m.Clusters = append(m.Clusters, matrixColumn{Name: name})
 	}
+	fleetview.SortColumns(m.Clusters, func(c matrixColumn) (string, bool) { return c.Name, c.Registered })
 	for _, row := range rows {
 		for _, cells := range row.Cells {
 			slices.SortFunc(cells, func(a, b matrixCell) int { return strings.Compare(a.Application, b.Application) })
@@ -195,25 +179,6 @@ func buildFleetMatrix(apps []navarchv1.Application, clusters []navarchv1.Cluster
 	slices.SortFunc(m.Rows, func(a, b matrixRow) int { return strings.Compare(a.Name, b.Name) })
 	m.Summary.Applications, m.Summary.Clusters = len(m.Rows), len(m.Clusters)
 	return m
-}
-
-func boolOrder(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// destinationCluster names the cluster a destination resolves to, as the controller resolves
-// it: in-cluster, a registered Cluster, or the destination as written when no Cluster matches.
-func destinationCluster(d navarchv1.ApplicationDestination, clusters []navarchv1.Cluster) string {
-	if name, err := destination.Resolve(d, clusters); err == nil {
-		return name
-	}
-	if d.Name != "" {
-		return d.Name
-	}
-	return d.Server
 }
 
 func orUnknownSync(s navarchv1.SyncStatusCode) navarchv1.SyncStatusCode {

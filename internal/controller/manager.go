@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/credentials"
 	"github.com/navarch-io/navarch/internal/gitrepo"
+	"github.com/navarch-io/navarch/internal/listenaddr"
 	"github.com/navarch-io/navarch/internal/plugin"
 	"github.com/navarch-io/navarch/internal/scheme"
 	"github.com/navarch-io/navarch/internal/scm"
@@ -350,7 +350,7 @@ func metricsOptions(opts Options) (metricsserver.Options, error) {
 		return metricsserver.Options{BindAddress: "0"}, nil
 	}
 	if opts.MetricsInsecure {
-		if !loopback(opts.MetricsAddr) {
+		if !listenaddr.Loopback(opts.MetricsAddr) {
 			return metricsserver.Options{}, fmt.Errorf("controller: metrics without authentication may only be served on a loopback address, not %q: "+
 				"bind 127.0.0.1 or serve them securely", opts.MetricsAddr)
 		}
@@ -362,17 +362,4 @@ func metricsOptions(opts Options) (metricsserver.Options, error) {
 		CertDir:        opts.MetricsCertDir,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
 	}, nil
-}
-
-// loopback reports whether addr (host:port) binds only a loopback interface.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

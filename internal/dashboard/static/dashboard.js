@@ -1,0 +1,127 @@
+// navarch dashboard: live updates over Server-Sent Events, and confirm() before actions.
+// Every page works without this script: links navigate, action forms post to a
+// confirmation page, and a reload shows the latest state.
+(function () {
+  "use strict";
+
+  // Actions: ask in a dialog; when confirmed, post with confirmed=yes so that the server
+  // runs the action directly instead of showing its confirmation page.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    var question = form.getAttribute("data-confirm");
+    if (!question) {
+      return;
+    }
+    if (!window.confirm(question)) {
+      ev.preventDefault();
+      return;
+    }
+    var input = document.createElement("input");
+    input.type = "hidden";
+    input.name = "confirmed";
+    input.value = "yes";
+    form.appendChild(input);
+  });
+
+  var body = document.body;
+  var url = body.getAttribute("data-live");
+  if (!url || !window.EventSource) {
+    return;
+  }
+  var status = document.getElementById("live-status");
+  function setStatus(on) {
+    status.hidden = false;
+    status.textContent = on ? "live" : "reconnecting…";
+    status.className = "live-status " + (on ? "on" : "off");
+  }
+  function stale() {
+    document.getElementById("stale").hidden = false;
+  }
+
+  // The objects this page shows: "Kind/namespace/name", "Kind/namespace" or "Kind".
+  var watch = (body.getAttribute("data-watch") || "").split(" ").filter(Boolean);
+  function watched(ref) {
+    var full = [ref.kind, ref.namespace, ref.name].filter(Boolean).join("/");
+    return watch.some(function (w) {
+      return full === w || full.indexOf(w + "/") === 0;
+    });
+  }
+
+  // A page's live part is re-fetched when an object it shows changes, and on each connection
+  // of the stream; changes within 250 ms are fetched once.
+  var pending = null;
+  function refresh() {
+    if (pending) {
+      return;
+    }
+    pending = setTimeout(function () {
+      pending = null;
+      fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (resp) {
+          if (!resp.ok) {
+            throw new Error(resp.status);
+          }
+          return resp.text();
+        })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          if (document.getElementById("matrix")) {
+            // The fleet page: replace what changed, by id, as cell events do, so that the
+            // matrix (and whatever the user is typing in the filters) stays in place.
+            doc.querySelectorAll("#summary, #matrix [id]").forEach(function (n) {
+              var el = document.getElementById(n.id);
+              if (el && el.outerHTML !== n.outerHTML) {
+                el.outerHTML = n.outerHTML;
+              }
+            });
+            return;
+          }
+          var next = doc.getElementById("live");
+          var current = document.getElementById("live");
+          if (next && current) {
+            current.innerHTML = next.innerHTML;
+          }
+        })
+        .catch(stale);
+    }, 250);
+  }
+
+  var source = new EventSource(url);
+  // Changes between the page's rendering and the stream's (re)connection come in no event:
+  // fetch the page's live part once on each connection.
+  source.onopen = function () {
+    setStatus(true);
+    refresh();
+  };
+  source.onerror = function () {
+    setStatus(false);
+  };
+  // A matrix cell, column head or summary, re-rendered by the server with this page's filter.
+  source.addEventListener("cell", function (ev) {
+    if (!document.getElementById("matrix")) {
+      return; // only the fleet page has cells
+    }
+    var f = JSON.parse(ev.data);
+    var el = document.getElementById(f.id);
+    if (!el) {
+      if (f.id.indexOf("c-") === 0 && f.html.indexOf("cell none") < 0) {
+        stale(); // a new row or column: the page cannot place it
+      }
+      return;
+    }
+    if (el.outerHTML === f.html) {
+      return;
+    }
+    el.outerHTML = f.html;
+    var updated = document.getElementById(f.id);
+    if (updated) {
+      updated.setAttribute("data-updated", String(Date.now()));
+    }
+  });
+  source.addEventListener("object", function (ev) {
+    if (watch.length > 0 && watched(JSON.parse(ev.data))) {
+      refresh();
+    }
+  });
+  source.addEventListener("reload", stale);
+})();
