@@ -273,13 +273,7 @@ func promoteRequested(set *navarchv1.ApplicationSet, step int32) bool {
 // done, current or waiting.
 func rolloutStepRows(set *navarchv1.ApplicationSet, steps []navarchv1.RollingSyncStep, p palette) [][]string {
 	rows := [][]string{{"STEP", "SELECTOR", "MAX-UPDATE", "SOAK", "APPROVAL", "APPLICATIONS", "STATE"}}
-	counts := map[string]map[navarchv1.RolloutApplicationState]int{}
-	for _, a := range set.Status.ApplicationStatus {
-		if counts[a.Step] == nil {
-			counts[a.Step] = map[navarchv1.RolloutApplicationState]int{}
-		}
-		counts[a.Step][a.Status]++
-	}
+	counts := actions.StepCounts(set)
 	r := set.Status.Rollout
 	for i, step := range steps {
 		n := int32(i + 1)

@@ -185,6 +185,19 @@ func RollingSteps(set *navarchv1.ApplicationSet) (steps []navarchv1.RollingSyncS
 	return st.RollingSync.Steps, true
 }
 
+// StepCounts counts the Applications of each rollout step (keyed by status.applicationStatus[].step,
+// the step's number as a string) by their rollout state.
+func StepCounts(set *navarchv1.ApplicationSet) map[string]map[navarchv1.RolloutApplicationState]int {
+	counts := map[string]map[navarchv1.RolloutApplicationState]int{}
+	for _, a := range set.Status.ApplicationStatus {
+		if counts[a.Step] == nil {
+			counts[a.Step] = map[navarchv1.RolloutApplicationState]int{}
+		}
+		counts[a.Step][a.Status]++
+	}
+	return counts
+}
+
 // NoRollingSync says that set has no rollout to act on; what is the verb: show, promote, pause.
 func NoRollingSync(set *navarchv1.ApplicationSet, what string) string {
 	typ := navarchv1.StrategyAllAtOnce

@@ -495,13 +495,7 @@ func commitStatusConfig(gens []navarchv1.ApplicationSetGenerator) *navarchv1.Com
 
 // stepViews describes each rollout step as `navarch appset rollout` does.
 func stepViews(set *navarchv1.ApplicationSet, steps []navarchv1.RollingSyncStep, canAct bool) []stepView {
-	counts := map[string]map[navarchv1.RolloutApplicationState]int{}
-	for _, a := range set.Status.ApplicationStatus {
-		if counts[a.Step] == nil {
-			counts[a.Step] = map[navarchv1.RolloutApplicationState]int{}
-		}
-		counts[a.Step][a.Status]++
-	}
+	counts := actions.StepCounts(set)
 	r := set.Status.Rollout
 	var out []stepView
 	for i, step := range steps {
