@@ -53,6 +53,10 @@ type Options struct {
 	// OnReady, when set, is called with a cluster's name when it is connected and when its
 	// probe succeeds after failing, so that work waiting for the cluster can resume at once.
 	OnReady func(cluster string)
+	// Owns, when set, says whether this replica may connect to a cluster: when replicas share
+	// the fleet (internal/membership), only the one holding a Cluster's Lease syncs it, and
+	// Connect refuses the others with ErrNotOwned.
+	Owns func(cluster string) bool
 }
 
 // Cache holds one Remote per Cluster. It is safe for concurrent use.
@@ -62,10 +66,16 @@ type Cache struct {
 
 	mu      sync.Mutex
 	remotes map[string]*Remote
+	// stopping holds the stopped Remotes whose workers may still run, until they return, so
+	// that Release waits for them whichever call stopped them.
+	stopping map[string][]*Remote
 }
 
 // ErrNotConnected is returned for a cluster the cache has no connection to yet.
 var ErrNotConnected = errors.New("not connected yet")
+
+// ErrNotOwned is returned by Connect for a cluster another replica syncs.
+var ErrNotOwned = errors.New("synced by another replica")
 
 // New returns a cache whose Remotes live until ctx is done.
 func New(ctx context.Context, opts Options) *Cache {
@@ -84,7 +94,7 @@ func New(ctx context.Context, opts Options) *Cache {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}}
+	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}, stopping: map[string][]*Remote{}}
 }
 
 // Connect makes sure the cache has a Remote for cluster built from kubeconfig (nil for an
@@ -99,11 +109,16 @@ func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote,
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Checked under the lock: Release, which comes after ownership is given up, then finds
+	// and stops any Remote this call makes.
+	if c.opts.Owns != nil && !c.opts.Owns(cluster.Name) {
+		return nil, fmt.Errorf("cluster %q: %w", cluster.Name, ErrNotOwned)
+	}
 	if r, ok := c.remotes[cluster.Name]; ok {
 		if r.fingerprint == fingerprint {
 			return r, nil
 		}
-		r.stop()
+		c.stopLocked(r)
 	}
 	r, err := newRemote(c.ctx, cluster.Name, cfg, fingerprint, c.opts)
 	if err != nil {
@@ -137,8 +152,48 @@ func (c *Cache) Remove(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.remotes[name]; ok {
-		r.stop()
+		c.stopLocked(r)
 		delete(c.remotes, name)
+	}
+}
+
+// stopLocked stops r and keeps it in c.stopping until its workers have returned; c.mu is held.
+func (c *Cache) stopLocked(r *Remote) {
+	r.stop()
+	c.stopping[r.Name] = append(c.stopping[r.Name], r)
+	go func() {
+		r.workers.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		rest := slices.DeleteFunc(c.stopping[r.Name], func(s *Remote) bool { return s == r })
+		if len(rest) == 0 {
+			delete(c.stopping, r.Name)
+		} else {
+			c.stopping[r.Name] = rest
+		}
+	}()
+}
+
+// Release stops the named cluster's Remote and waits, until ctx is done, for the workers of
+// every Remote of that cluster stopped so far to return: once it returns nil, nothing of this
+// replica acts on the cluster any more.
+func (c *Cache) Release(ctx context.Context, name string) error {
+	c.Remove(name)
+	c.mu.Lock()
+	stopping := slices.Clone(c.stopping[name])
+	c.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() {
+		for _, r := range stopping {
+			r.workers.Wait()
+		}
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster %q: workers still running: %w", name, context.Cause(ctx))
 	}
 }
 

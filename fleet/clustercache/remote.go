@@ -48,6 +48,7 @@ type Remote struct {
 	ctx         context.Context
 	cancel      context.CancelFunc
 	queue       workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	workers     sync.WaitGroup // the goroutines of work
 
 	mu         sync.Mutex
 	informers  map[schema.GroupVersionResource]*watch
@@ -97,7 +98,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		onReady:   opts.OnReady,
 	}
 	for range opts.Workers {
-		go r.work(opts.Handler)
+		r.workers.Go(func() { r.work(opts.Handler) })
 	}
 	go func() {
 		<-ctx.Done()
@@ -118,6 +119,11 @@ func (r *Remote) work(h Handler) {
 		key, shutdown := r.queue.Get()
 		if shutdown {
 			return
+		}
+		if r.ctx.Err() != nil {
+			// Stopped: the queue drains without running anything more on the cluster.
+			r.queue.Done(key)
+			continue
 		}
 		start := time.Now()
 		after, err := r.handle(h, key)
