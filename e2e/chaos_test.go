@@ -242,6 +242,8 @@ type chaosFleet struct {
 	// resubmitted counts the requested syncs that the controller dropped and the test
 	// requested again.
 	resubmitted map[types.NamespacedName]int
+	// clusters are the registered Cluster names: chaosClusters and their aliases.
+	clusters []string
 }
 
 // startChaosFleet starts the clusters and the Git server, registers the workload clusters
@@ -286,7 +288,7 @@ func startChaosFleet(t *testing.T, hookDuration string) *chaosFleet {
 	}
 	f := &chaosFleet{artifacts: artifacts, mgmt: clusters[0], workloads: map[string]*localcluster.Cluster{},
 		c: chaosClientFor(t, clusters[0]), wc: map[string]client.Client{}, hooks: newHookLedger(),
-		resubmitted: map[types.NamespacedName]int{}}
+		resubmitted: map[types.NamespacedName]int{}, clusters: slices.Clone(chaosClusters)}
 
 	for _, ns := range []string{"navarch-system", chaosAppsNamespace} {
 		if err := f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -384,7 +386,7 @@ spec:
 func (f *chaosFleet) newApps(perCluster int) []*navarchv1.Application {
 	var apps []*navarchv1.Application
 	for i := range perCluster {
-		for _, cluster := range chaosClusters {
+		for _, cluster := range f.clusters {
 			name := fmt.Sprintf("shop-%s-%02d", cluster, i)
 			app := &navarchv1.Application{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: chaosAppsNamespace},
@@ -404,6 +406,22 @@ func (f *chaosFleet) newApps(perCluster int) []*navarchv1.Application {
 		}
 	}
 	return apps
+}
+
+// alias registers the workload cluster of the Cluster of registers it under another name, as
+// `navarch cluster add --name` does: a Cluster of its own, with its own connection, queue and
+// workers in the controller, on the same API server. The Applications of each name deploy
+// into namespaces of their own.
+func (f *chaosFleet) alias(t *testing.T, name, of string) {
+	t.Helper()
+	wc := f.workloads[of]
+	r := runCLI(t, "cluster", "add", of, "--name", name, "--source-kubeconfig", wc.KubeconfigPath(), "--kubeconfig", f.mgmt.KubeconfigPath())
+	if r.code != 0 {
+		t.Fatalf("navarch cluster add %s --name %s: exit %d\n%s%s", of, name, r.code, r.stdout, r.stderr)
+	}
+	f.workloads[name], f.wc[name] = wc, f.wc[of]
+	f.hooks.watch(t, name, wc)
+	f.clusters = append(f.clusters, name)
 }
 
 // create creates Applications and returns their keys.
@@ -977,11 +995,18 @@ type navarchController struct {
 
 func startNavarchController(t *testing.T, f *chaosFleet) *navarchController {
 	t.Helper()
+	return startNavarchProcess(t, f, "controller", f.mgmt.KubeconfigPath())
+}
+
+// startNavarchProcess starts `navarch controller` reaching the management cluster through
+// kubeconfig, with more flags if given; name names its log and Git cache in the artifacts.
+func startNavarchProcess(t *testing.T, f *chaosFleet, name, kubeconfig string, flags ...string) *navarchController {
+	t.Helper()
 	p := &navarchController{
-		args: []string{"controller", "--kubeconfig", f.mgmt.KubeconfigPath(),
+		args: append([]string{"controller", "--kubeconfig", kubeconfig,
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-			"--git-cache-dir", filepath.Join(f.artifacts, "git-cache")},
-		logPath: filepath.Join(f.artifacts, "controller.log"),
+			"--git-cache-dir", filepath.Join(f.artifacts, name+"-git-cache")}, flags...),
+		logPath: filepath.Join(f.artifacts, name+".log"),
 	}
 	var err error
 	if p.log, err = os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {

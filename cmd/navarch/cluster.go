@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/membership"
 )
 
 // systemNamespace is where navarch keeps the kubeconfig Secrets of Clusters.
@@ -40,9 +41,10 @@ whether it is Ready.`,
 
 func newClusterListCommand() *cobra.Command {
 	var (
-		kube     kubeFlags
-		output   string
-		selector string
+		kube      kubeFlags
+		output    string
+		selector  string
+		namespace string
 	)
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -79,18 +81,39 @@ func newClusterListCommand() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "No Clusters registered; add one with: navarch cluster add CONTEXT")
 				return nil
 			}
-			return printTable(out, clusterListRows(list.Items, output == "wide", time.Now(), paletteFor(out)))
+			owners := replicaOwners(cmd.Context(), c, namespace, cmd.ErrOrStderr())
+			return printTable(out, clusterListRows(list.Items, owners, output == "wide", time.Now(), paletteFor(out)))
 		},
 	}
 	kube.addTo(cmd.Flags())
+	cmd.Flags().StringVar(&namespace, "system-namespace", systemNamespace, "the controller's namespace, whose Leases say which replica syncs each Cluster")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table|wide|yaml|json")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "label selector, e.g. env=prod")
 	return cmd
 }
 
-// clusterListRows is the table of cluster list.
-func clusterListRows(clusters []navarchv1.Cluster, wide bool, now time.Time, p palette) [][]string {
+// replicaOwners reads which controller replica syncs each Cluster, when replicas share the
+// fleet (docs/scaling.md); none otherwise, or when the Leases cannot be read, which it says on
+// stderr.
+func replicaOwners(ctx context.Context, c client.Reader, namespace string, stderr io.Writer) map[string]membership.Holder {
+	owners, err := membership.Holders(ctx, c, namespace, time.Now())
+	if apierrors.IsForbidden(err) {
+		return nil // not allowed to read the Leases: the column is left out
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: which replica syncs each Cluster is unknown: list Leases in %s: %v\n", namespace, err)
+		return nil
+	}
+	return owners
+}
+
+// clusterListRows is the table of cluster list; owners, when replicas share the fleet, add
+// the column of the replica syncing each Cluster.
+func clusterListRows(clusters []navarchv1.Cluster, owners map[string]membership.Holder, wide bool, now time.Time, p palette) [][]string {
 	header := []string{"NAME", "SERVER", "READY", "REASON", "VERSION", "LABELS", "LAST-PROBE"}
+	if len(owners) > 0 {
+		header = append(header, "REPLICA")
+	}
 	if wide {
 		header = append(header, "SECRET", "MESSAGE")
 	}
@@ -110,6 +133,13 @@ func clusterListRows(clusters []navarchv1.Cluster, wide bool, now time.Time, p p
 			server = "(in-cluster)"
 		}
 		row := []string{cl.Name, orDash(server), ready, reason, orDash(cl.Status.ServerVersion), orDash(labelList(cl.Labels)), probe}
+		if len(owners) > 0 {
+			owner := "(none)"
+			if h, ok := owners[cl.Name]; ok {
+				owner = h.String()
+			}
+			row = append(row, owner)
+		}
 		if wide {
 			secret := "-"
 			if ref := cl.Spec.KubeconfigSecretRef; ref != nil {

@@ -25,7 +25,8 @@ func newControllerCommand() *cobra.Command {
 		Long: `controller runs navarch's controllers in one controller-runtime manager: the ApplicationSet
 controller turns ApplicationSets into Applications; the Cluster controller connects to and probes
 every registered Cluster; the Application controller syncs each Application to its cluster,
-through a work queue per cluster. --controllers runs a subset. With --webhook-bind-address it
+through a work queue per cluster. --controllers runs a subset. With --shard-clusters several
+replicas share the Clusters, each syncing its share (docs/scaling.md). With --webhook-bind-address it
 also receives GitHub webhooks, so a push or a pull-request change is acted on at once instead of
 at the next poll (docs/webhooks.md). In a cluster it uses the in-cluster configuration; outside,
 the kubeconfig like kubectl.`,
@@ -50,6 +51,11 @@ the kubeconfig like kubectl.`,
 	f.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", "127.0.0.1:8081", `address of /healthz and /readyz; in a Pod, the Pod's IP, which the kubelet probes; "0" disables them`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader so only one replica is active")
+	f.BoolVar(&opts.ShardClusters, "shard-clusters", false, "share the Clusters among the replicas started with this flag, each syncing its share, coordinated by Leases in --system-namespace; the ApplicationSets go to the elected replica (implies --leader-elect; docs/scaling.md)")
+	f.StringVar(&opts.ReplicaIdentity, "replica-identity", "", "this replica's name among those sharing the fleet (default: $POD_NAME or the host name, and a random suffix)")
+	f.DurationVar(&opts.LeaseDuration, "lease-duration", 15*time.Second, "how long the other replicas wait after a replica's last Lease renewal before taking over its Clusters, or its leadership")
+	f.DurationVar(&opts.RenewDeadline, "renew-deadline", 10*time.Second, "how long a replica keeps syncing a Cluster, or leading, without renewing its Lease; less than --lease-duration minus --retry-period")
+	f.DurationVar(&opts.RetryPeriod, "retry-period", 2*time.Second, "how often Leases are renewed and the replicas looked at")
 	f.StringVar(&opts.SystemNamespace, "system-namespace", "navarch-system", "namespace of the leader lease, the repository credential Secrets and the webhook Secret")
 	f.StringSliceVar(&opts.Namespaces, "namespaces", nil, "watch only these namespaces (default: all)")
 	f.IntVar(&opts.ApplicationSetConcurrency, "applicationset-concurrency", 4, "ApplicationSets reconciled at once")

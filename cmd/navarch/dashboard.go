@@ -67,6 +67,7 @@ dashboard impersonates on every Kubernetes call). See docs/dashboard.md.`,
 	api.addTo(cmd.Flags())
 	cmd.Flags().Lookup("namespace").Usage = "only this namespace's Applications, ApplicationSets and Projects (default: every namespace)"
 	cmd.Flags().StringVar(&opts.Address, "address", "127.0.0.1:8080", "address to listen on, host:port; a non-loopback address needs --auth-token-file or --auth-proxy-header")
+	cmd.Flags().StringVar(&opts.SystemNamespace, "system-namespace", systemNamespace, "the controller's namespace, whose Leases say which replica syncs each Cluster")
 	cmd.Flags().BoolVar(&opts.ReadOnly, "read-only", false, "hide and refuse the actions (sync, refresh, rollback, terminate, promote, pause, resume)")
 	cmd.Flags().StringVar(&opts.TokenFile, "auth-token-file", "", "file holding the bearer token every request must present (or enter in the login form)")
 	cmd.Flags().StringVar(&opts.ProxyUserHeader, "auth-proxy-header", "", "header in which an authenticating proxy names the user, e.g. X-Forwarded-User; the dashboard impersonates that user")

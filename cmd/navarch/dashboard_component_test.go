@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -22,30 +23,7 @@ import (
 // `kubectl apply -k` builds config/default with the component enabled, its container's
 // arguments are ones `navarch dashboard` accepts, and without the token flag they are refused.
 func TestDashboardComponentServesBehindATokenOnThePodIP(t *testing.T) {
-	mem := filesys.MakeFsInMemory()
-	root := filepath.Join("..", "..", "config")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		return mem.WriteFile(filepath.Join("/config", rel), data)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	overlay := "resources: [../config/default]\ncomponents: [../config/dashboard]\n"
-	if err := mem.WriteFile("/team/kustomization.yaml", []byte(overlay)); err != nil {
-		t.Fatal(err)
-	}
-	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/team")
-	if err != nil {
-		t.Fatalf("build config/default with the dashboard component: %v", err)
-	}
+	built := buildConfigWith(t, "dashboard")
 
 	var deployment *appsv1.Deployment
 	var service *corev1.Service
@@ -110,4 +88,35 @@ func TestDashboardComponentServesBehindATokenOnThePodIP(t *testing.T) {
 	if err := dashboard.CheckAuth(opts); err == nil {
 		t.Errorf("the Pod's IP without a token is accepted; it must need authentication")
 	}
+}
+
+// buildConfigWith builds config/default with the component config/<component> enabled, as a
+// team's overlay does and as `kubectl apply -k` builds it.
+func buildConfigWith(t *testing.T, component string) resmap.ResMap {
+	t.Helper()
+	mem := filesys.MakeFsInMemory()
+	root := filepath.Join("..", "..", "config")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		return mem.WriteFile(filepath.Join("/config", rel), data)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := "resources: [../config/default]\ncomponents: [../config/" + component + "]\n"
+	if err := mem.WriteFile("/team/kustomization.yaml", []byte(overlay)); err != nil {
+		t.Fatal(err)
+	}
+	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/team")
+	if err != nil {
+		t.Fatalf("build config/default with the %s component: %v", component, err)
+	}
+	return built
 }

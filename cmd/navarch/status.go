@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/fleetview"
+	"github.com/navarch-io/navarch/internal/membership"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -19,6 +21,7 @@ func newStatusCommand() *cobra.Command {
 		kube      kubeFlags
 		namespace string
 		output    string
+		systemNS  string
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -58,6 +61,7 @@ In the table, cells are shortened (Sync/OK is Synced/Healthy; a legend follows t
 				return fmt.Errorf("list Clusters: %w", err)
 			}
 			m := buildFleetMatrix(apps.Items, clusters.Items)
+			m.setOwners(replicaOwners(ctx, c, systemNS, cmd.ErrOrStderr()))
 			out := cmd.OutOrStdout()
 			switch output {
 			case "json", "yaml":
@@ -69,6 +73,7 @@ In the table, cells are shortened (Sync/OK is Synced/Healthy; a legend follows t
 	kube.addTo(cmd.Flags())
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only Applications in this namespace (default: every namespace)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table|wide|yaml|json")
+	cmd.Flags().StringVar(&systemNS, "system-namespace", systemNamespace, "the controller's namespace, whose Leases say which replica syncs each Cluster")
 	return cmd
 }
 
@@ -84,6 +89,17 @@ type matrixColumn struct {
 	Name string `json:"name"`
 	// Registered is false for destinations that no Cluster matches (and in-cluster).
 	Registered bool `json:"registered"`
+	// Replica, when replicas share the fleet, is the one syncing this cluster.
+	Replica *membership.Holder `json:"replica,omitempty"`
+}
+
+// setOwners records which replica syncs each cluster.
+func (m *fleetMatrix) setOwners(owners map[string]membership.Holder) {
+	for i := range m.Clusters {
+		if h, ok := owners[m.Clusters[i].Name]; ok {
+			m.Clusters[i].Replica = &h
+		}
+	}
 }
 
 // matrixRow is one application: an ApplicationSet's source path, or a lone Application.
@@ -297,5 +313,23 @@ func printFleetMatrix(out io.Writer, m fleetMatrix, wide bool, p palette) error 
 	if len(unregistered) > 0 {
 		fmt.Fprintf(out, "No Cluster is registered for %s (marked ?): see navarch cluster list\n", strings.Join(unregistered, ", "))
 	}
+	printReplicas(out, m.Clusters)
 	return nil
+}
+
+// printReplicas says which replica syncs which clusters, when replicas share the fleet.
+func printReplicas(out io.Writer, clusters []matrixColumn) {
+	byReplica := map[string][]string{}
+	for _, c := range clusters {
+		if c.Replica != nil {
+			byReplica[c.Replica.String()] = append(byReplica[c.Replica.String()], c.Name)
+		}
+	}
+	if len(byReplica) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Replicas:")
+	for _, r := range slices.Sorted(maps.Keys(byReplica)) {
+		fmt.Fprintf(out, "  %s: %s\n", r, strings.Join(byReplica[r], ", "))
+	}
 }

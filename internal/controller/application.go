@@ -51,6 +51,10 @@ type ApplicationReconciler struct {
 	// UnavailableRequeue is how soon an Application whose cluster is unavailable is routed
 	// again without an event; default 30s.
 	UnavailableRequeue time.Duration
+	// Shards, when replicas share the fleet, is this replica's share: it routes only the
+	// Applications of the Clusters it holds, and, when elected, those whose destination
+	// names no Cluster.
+	Shards *shards
 
 	// written remembers each Application as its last status write left it, so a worker never
 	// acts on a cached copy older than its own last write.
@@ -71,13 +75,25 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	remote, err := r.remote(ctx, app)
+	name, err := r.destination(ctx, app)
+	if (err == nil && !r.Shards.Owns(name)) || (err != nil && !r.Shards.Leads()) {
+		// Another replica syncs it and reports on it; when this replica takes its Cluster,
+		// connecting requeues it.
+		return ctrl.Result{}, nil
+	}
+	var remote *clustercache.Remote
+	if err == nil {
+		remote, err = r.remote(name)
+	}
 	if err == nil {
 		err = remote.Ready()
 	}
 	if err == nil {
 		remote.Enqueue(req.NamespacedName)
 		return ctrl.Result{}, nil
+	}
+	if errors.Is(err, clustercache.ErrNotOwned) {
+		return ctrl.Result{}, nil // given up meanwhile: its new holder reports on it
 	}
 	deleting := !app.DeletionTimestamp.IsZero()
 	if deleting && errors.Is(err, destination.ErrNoCluster) {
@@ -116,12 +132,8 @@ func (r *ApplicationReconciler) deletionBlocked(ctx context.Context, app *navarc
 	})
 }
 
-// remote returns the cluster cache's Remote of app's destination.
-func (r *ApplicationReconciler) remote(ctx context.Context, app *navarchv1.Application) (*clustercache.Remote, error) {
-	name, err := r.destination(ctx, app)
-	if err != nil {
-		return nil, err
-	}
+// remote returns the cluster cache's Remote of the named destination cluster.
+func (r *ApplicationReconciler) remote(name string) (*clustercache.Remote, error) {
 	if remote, err := r.Clusters.Get(name); err == nil || name != navarchv1.InClusterName {
 		return remote, err
 	}
@@ -336,7 +348,12 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, sources ...so
 	for _, src := range sources {
 		b = b.WatchesRawSource(src)
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+	opts := controller.Options{MaxConcurrentReconciles: 4}
+	if r.Shards != nil {
+		// Every replica routes the Applications of the Clusters it holds, elected or not.
+		opts.NeedLeaderElection = new(false)
+	}
+	return b.WithOptions(opts).
 		Named("application").
 		Complete(r)
 }

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
@@ -32,10 +34,23 @@ type ClusterReconciler struct {
 	Clusters *clustercache.Cache
 	// ProbeInterval is how often a ready cluster is probed. Unready ones are probed more often.
 	ProbeInterval time.Duration
+	// Shards, when replicas share the fleet, is this replica's share: it connects to and
+	// probes only the Clusters it holds.
+	Shards *shards
 }
 
 // Reconcile connects to one Cluster and probes it.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Shards != nil {
+		if err := r.Shards.observe(ctx, r.Client); err != nil {
+			return ctrl.Result{}, fmt.Errorf("list the Clusters to share: %w", err)
+		}
+		if !r.Shards.Owns(req.Name) {
+			// Another replica syncs it, or none yet; membership releases what this replica
+			// held and reconciles the Cluster again when it takes it.
+			return ctrl.Result{}, nil
+		}
+	}
 	cluster := &navarchv1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -121,9 +136,13 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ProbeInterval <= 0 {
 		r.ProbeInterval = 30 * time.Second
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&navarchv1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Named("cluster").
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&navarchv1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	opts := controller.Options{MaxConcurrentReconciles: 4}
+	if r.Shards != nil {
+		// Every replica probes the Clusters it holds, elected or not.
+		b = b.WatchesRawSource(source.Channel(r.Shards.acquired, &handler.EnqueueRequestForObject{}))
+		opts.NeedLeaderElection = new(false)
+	}
+	return b.WithOptions(opts).Named("cluster").Complete(r)
 }

@@ -112,6 +112,22 @@ type Options struct {
 	// DisableNotifications turns off notifications (docs/notifications.md): the ConfigMap
 	// navarch-notifications is then neither watched nor used.
 	DisableNotifications bool
+	// ShardClusters lets several replicas share the fleet (docs/scaling.md): each holds a
+	// membership Lease, the Clusters are assigned to the live replicas by rendezvous hashing,
+	// and a replica syncs a Cluster only while it holds that Cluster's Lease. ApplicationSets
+	// are reconciled by the elected replica, so ShardClusters turns LeaderElection on. It
+	// needs the application and cluster controllers.
+	ShardClusters bool
+	// ReplicaIdentity names this replica among those sharing the fleet; default the Pod's
+	// name (POD_NAME, else the host name) and a random suffix.
+	ReplicaIdentity string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the Cluster Leases of ShardClusters:
+	// a replica that has not renewed its Leases for RenewDeadline stops syncing their
+	// Clusters, and other replicas take them once LeaseDuration has passed. Defaults 15s, 10s
+	// and 2s.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 	// Logger is the root logger.
 	Logger logr.Logger
 }
@@ -147,6 +163,9 @@ func (o *Options) defaults() {
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
 	}
+	if o.ShardClusters {
+		o.LeaderElection = true
+	}
 }
 
 // Run starts the controller manager and blocks until ctx is done. `navarch controller` and the
@@ -177,15 +196,19 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme.New(),
-		Logger:                  opts.Logger,
-		Cache:                   cacheOpts,
-		Metrics:                 metrics,
-		HealthProbeBindAddress:  opts.ProbeAddr,
-		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "navarch-controller",
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Scheme:                        scheme.New(),
+		Logger:                        opts.Logger,
+		Cache:                         cacheOpts,
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "navarch-controller",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: opts.ShardClusters,
+		LeaseDuration:                 durationOrNil(opts.LeaseDuration),
+		RenewDeadline:                 durationOrNil(opts.RenewDeadline),
+		RetryPeriod:                   durationOrNil(opts.RetryPeriod),
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Run may be called again in one process (tests restart the controller); controller
 		// names are unique within each manager anyway.
 		Controller: config.Controller{SkipNameValidation: new(true)},
@@ -231,6 +254,9 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("controller: unknown controller %q (want applicationset, application or cluster)", name)
 		}
 	}
+	if opts.ShardClusters && (!enabled("application") || !enabled("cluster")) {
+		return errors.New("controller: sharding the Clusters among replicas needs the application and cluster controllers")
+	}
 	fetcher := source.New(source.Options{
 		Git:          reader,
 		Credentials:  creds.Lookup,
@@ -250,7 +276,7 @@ func Run(ctx context.Context, opts Options) error {
 		Engine:             engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff, Projects: projs}),
 		Events:             mgr.GetEventRecorder("navarch"),
 	}
-	apps.Clusters = clustercache.New(ctx, clustercache.Options{
+	cacheOptions := clustercache.Options{
 		InCluster: cfg,
 		Handler:   apps.Process,
 		Workers:   opts.ClusterWorkers,
@@ -258,7 +284,21 @@ func Run(ctx context.Context, opts Options) error {
 		Burst:     opts.ClusterBurst,
 		Logger:    opts.Logger.WithName("clusters"),
 		OnReady:   func(name string) { apps.ClusterReady(ctx, name) },
-	})
+	}
+	if opts.ShardClusters {
+		if apps.Shards, err = newShards(ctx, mgr, cfg, opts); err != nil {
+			return fmt.Errorf("join the replicas sharing the fleet: %w", err)
+		}
+		cacheOptions.Owns = apps.Shards.Owns
+		opts.Logger.Info("Sharing the Clusters with the other replicas through Leases", "replica", apps.Shards.Identity(), "namespace", opts.SystemNamespace)
+	}
+	apps.Clusters = clustercache.New(ctx, cacheOptions)
+	if apps.Shards != nil {
+		apps.Shards.apps, apps.Shards.clusters = apps, apps.Clusters
+		if hooks != nil {
+			hooks.relay = apps.relayRefresh
+		}
+	}
 	if enabled("application") {
 		if err := apps.SetupWithManager(mgr, hooks.applicationSources()...); err != nil {
 			return fmt.Errorf("set up the Application controller: %w", err)
@@ -269,6 +309,7 @@ func Run(ctx context.Context, opts Options) error {
 			Client:        mgr.GetClient(),
 			SecretReader:  mgr.GetAPIReader(),
 			Clusters:      apps.Clusters,
+			Shards:        apps.Shards,
 			ProbeInterval: opts.ClusterProbeInterval,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up the Cluster controller: %w", err)
@@ -334,7 +375,8 @@ func credentialStore(cfg *rest.Config, mgr ctrl.Manager, namespace string) (*cre
 	if err != nil {
 		return nil, fmt.Errorf("create the repository credential cache: %w", err)
 	}
-	if err := mgr.Add(secrets); err != nil {
+	// Every replica that syncs reads credentials, elected or not (--shard-clusters).
+	if err := mgr.Add(everyReplica{secrets}); err != nil {
 		return nil, err
 	}
 	return &credentials.Store{Reader: secrets, Namespace: namespace}, nil
@@ -362,4 +404,12 @@ func metricsOptions(opts Options) (metricsserver.Options, error) {
 		CertDir:        opts.MetricsCertDir,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
 	}, nil
+}
+
+// durationOrNil leaves a zero duration to controller-runtime's default.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }

@@ -74,6 +74,10 @@ type webhookReceiver struct {
 	fetcher forgetter
 	github  *scm.GitHub
 	log     logr.Logger
+	// relay, when replicas share the fleet, hands a push on to the replica that syncs app
+	// and says whether it did; the elected replica, which receives the deliveries, syncs
+	// only its own share.
+	relay func(ctx context.Context, app *navarchv1.Application) bool
 }
 
 // newWebhookReceiver returns the receiver of opts.WebhookAddr, or nil when the endpoint is off.
@@ -314,6 +318,9 @@ func (w *webhookReceiver) refreshApplications(ctx context.Context, log logr.Logg
 					if src.Chart == "" && webhook.RepoKey(src.RepoURL) == repo {
 						w.fetcher.Forget(src.RepoURL, src.TargetRevision)
 					}
+				}
+				if w.relay != nil && w.relay(ctx, app) {
+					continue
 				}
 				if !send(ctx, w.applications, &navarchv1.Application{ObjectMeta: reference(app)}) {
 					return len(queued)

@@ -18,6 +18,7 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/actions"
+	"github.com/navarch-io/navarch/internal/membership"
 )
 
 // fleetView is the fleet page's data.
@@ -557,9 +558,14 @@ type clusterView struct {
 	NotOK      int
 }
 
-// ownerReplica names the controller replica that owns a Cluster. The Cluster status does not
-// record one yet (replicas are a later issue), so it is always "—".
-func ownerReplica(_ *navarchv1.Cluster) string { return "—" }
+// ownerReplica names the controller replica that syncs a Cluster, from the Cluster Leases
+// of replicas sharing the fleet (docs/scaling.md); "—" when none holds one.
+func ownerReplica(c *navarchv1.Cluster, holders map[string]membership.Holder) string {
+	if h, ok := holders[c.Name]; ok {
+		return h.String()
+	}
+	return "—"
+}
 
 func (s *Server) clustersPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -583,10 +589,16 @@ func (s *Server) clustersPage(w http.ResponseWriter, r *http.Request) {
 		}
 		count[column(a, clusters)] = c
 	}
+	// Read as the dashboard, not as the user: which replica syncs a Cluster is no secret of
+	// it. Without replicas there are no Leases; without the right to read them, no column.
+	holders, err := membership.Holders(ctx, s.store.direct, s.opts.SystemNamespace, time.Now())
+	if err != nil {
+		s.log.V(1).Info("Could not read which replica syncs each Cluster", "error", err.Error())
+	}
 	var views []clusterView
 	for i := range clusters {
 		c := &clusters[i]
-		v := clusterView{Cluster: c, ID: elementID("cl", c.Name), Ready: "Unknown", State: stateUnknown, Replica: ownerReplica(c),
+		v := clusterView{Cluster: c, ID: elementID("cl", c.Name), Ready: "Unknown", State: stateUnknown, Replica: ownerReplica(c, holders),
 			Apps: count[c.Name][0], NotOK: count[c.Name][1]}
 		if cond := meta.FindStatusCondition(c.Status.Conditions, navarchv1.ConditionReady); cond != nil {
 			v.Ready = string(cond.Status)

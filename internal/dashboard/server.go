@@ -51,6 +51,9 @@ type Options struct {
 	// Namespace limits the dashboard to the Applications, ApplicationSets and Projects of one
 	// namespace; empty shows every namespace.
 	Namespace string
+	// SystemNamespace is the controller's namespace, whose Leases say which replica syncs
+	// each Cluster when replicas share the fleet. Default navarch-system.
+	SystemNamespace string
 	// TokenFile holds the bearer token every request must present (team mode).
 	TokenFile string
 	// ProxyUserHeader is the header in which an authenticating proxy names the user (team
@@ -90,6 +93,9 @@ const maxEventStreams = 256
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Address == "" {
 		opts.Address = "127.0.0.1:8080"
+	}
+	if opts.SystemNamespace == "" {
+		opts.SystemNamespace = "navarch-system"
 	}
 	if err := opts.checkAuth(); err != nil {
 		return nil, err
