@@ -52,10 +52,11 @@ func (f *chaosFleet) holders(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// waitForAssignment waits until every Cluster (and in-cluster) is held by the replica that
-// rendezvous hashing assigns it among live, and returns the holders.
-func (f *chaosFleet) waitForAssignment(t *testing.T, live []string, timeout time.Duration) map[string]string {
+// waitForAssignment waits, for at most 2 minutes, until every Cluster (and in-cluster) is held
+// by the replica that rendezvous hashing assigns it among live, and returns the holders.
+func (f *chaosFleet) waitForAssignment(t *testing.T, live []string) map[string]string {
 	t.Helper()
+	const timeout = 2 * time.Minute
 	var got map[string]string
 	want := map[string]string{}
 	for _, c := range append(slices.Clone(f.clusters), navarchv1.InClusterName) {
@@ -83,7 +84,7 @@ func TestReplicasShareTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
 		replicas[name] = startReplica(t, f, name, f.mgmt.KubeconfigPath())
 	}
 	live := []string{"r1", "r2", "r3"}
-	before := f.waitForAssignment(t, live, 2*time.Minute)
+	before := f.waitForAssignment(t, live)
 	t.Logf("Clusters held: %v", before)
 
 	r := runCLI(t, "cluster", "list", "--kubeconfig", f.mgmt.KubeconfigPath())
@@ -130,7 +131,7 @@ func TestReplicasShareTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
 	t.Logf("replica %s, holding %d Clusters, killed at %s: %s", victim, count(before, victim), killedAt.Format("15:04:05.000"), f.progress(t))
 
 	live = slices.DeleteFunc(live, func(n string) bool { return n == victim })
-	after := f.waitForAssignment(t, live, 2*time.Minute)
+	after := f.waitForAssignment(t, live)
 	t.Logf("its Clusters were held by the others %s after the kill: %v", time.Since(killedAt).Round(time.Second), after)
 	for c, h := range before {
 		if h != victim && after[c] != h {
@@ -144,7 +145,7 @@ func TestReplicasShareTheFleetAndTakeOverAKilledOnesClusters(t *testing.T) {
 	// A fourth replica joins: only the Clusters rendezvous hashing gives it move, to it.
 	replicas["r4"] = startReplica(t, f, "r4", f.mgmt.KubeconfigPath())
 	live = append(live, "r4")
-	joined := f.waitForAssignment(t, live, 2*time.Minute)
+	joined := f.waitForAssignment(t, live)
 	moved := 0
 	for c, h := range after {
 		if joined[c] != h {
@@ -198,7 +199,7 @@ func TestAReplicaCutOffFromTheManagementClusterStopsBeforeAnotherTakesOver(t *te
 	}
 	proxy := startTCPProxy(t, f.mgmt.RESTConfig().Host)
 	cutOff := startReplica(t, f, name, proxy.kubeconfig(t, f.mgmt.KubeconfigPath(), filepath.Join(f.artifacts, "cutoff.kubeconfig")))
-	held := f.waitForAssignment(t, []string{name, "survivor"}, 2*time.Minute)
+	held := f.waitForAssignment(t, []string{name, "survivor"})
 	t.Logf("Clusters held: %v", held)
 
 	apps := f.create(t, f.newApps(appsPerCluster))
@@ -221,7 +222,7 @@ func TestAReplicaCutOffFromTheManagementClusterStopsBeforeAnotherTakesOver(t *te
 	cutAt := proxy.cut()
 	t.Logf("the replica's connection to the management cluster cut at %s: %s", cutAt.Format("15:04:05.000"), f.progress(t))
 
-	f.waitForAssignment(t, []string{"survivor"}, 2*time.Minute)
+	f.waitForAssignment(t, []string{"survivor"})
 	f.waitForOperations(t, apps, 5*time.Minute, nil)
 	f.verifyApps(t, apps, cutOff)
 

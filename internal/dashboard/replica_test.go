@@ -43,7 +43,7 @@ func TestTheClustersPageNamesTheReplicaSyncingEachCluster(t *testing.T) {
 	srv := startDashboard(t, Options{SystemNamespace: ns})
 	c := browserClient(t)
 	row := func(body, cluster string) string {
-		return regexp.MustCompile(`(?s)<tr[^>]*><th scope="row">`+regexp.QuoteMeta(cluster)+`</th>.*?</tr>`).FindString(body)
+		return regexp.MustCompile(`(?s)<tr[^>]*><th scope="row">` + regexp.QuoteMeta(cluster) + `</th>.*?</tr>`).FindString(body)
 	}
 	testenv.Eventually(t, "the Clusters page names each Cluster's replica", func() string {
 		_, body, _ := get(t, c, srv.URL+"/clusters")
