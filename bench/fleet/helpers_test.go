@@ -1,0 +1,611 @@
+package fleetbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/localcluster"
+	"github.com/navarch-io/navarch/internal/scheme"
+)
+
+// --- the controller process ------------------------------------------------------------------
+
+// navarchProcess is `navarch controller` running as a child process, as in production: its
+// RSS and CPU time are read from /proc/<pid>, its heap and its own client-side request
+// counts from its Prometheus endpoint.
+type navarchProcess struct {
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	webhookURL string
+	exited     chan struct{}
+	waitErr    error // set before exited is closed
+}
+
+// buildNavarch builds cmd/navarch into dir and returns the binary's path.
+func buildNavarch(b *testing.B, dir string) string {
+	b.Helper()
+	bin := filepath.Join(dir, "navarch")
+	build := exec.Command("go", "build", "-o", bin, "github.com/navarch-io/navarch/cmd/navarch")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/navarch: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startNavarch runs `navarch controller` at its default settings against the management
+// cluster's kubeconfig. Only addresses are set: metrics over plain HTTP on a free loopback port
+// (so the benchmark can read them), the health probes off (their default port may be taken
+// by another test), the webhook endpoint on a free loopback port (the documented way to have a
+// push acted on before the 3-minute poll), and the Git cache in the artifacts directory. The
+// process is stopped, by its process group, when the benchmark ends.
+func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProcess {
+	b.Helper()
+	metricsAddr, webhookAddr := freeAddr(b), freeAddr(b)
+	p := &navarchProcess{
+		logPath:    filepath.Join(artifacts, "controller.log"),
+		metricsURL: "http://" + metricsAddr + "/metrics",
+		webhookURL: "http://" + webhookAddr + "/api/webhook",
+		exited:     make(chan struct{}),
+	}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "controller", "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address", "0",
+		"--webhook-bind-address", webhookAddr,
+		"--git-cache-dir", filepath.Join(artifacts, "git-cache"))
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = controllerProcAttr()
+	if err := p.cmd.Start(); err != nil {
+		b.Fatalf("start navarch controller: %v", err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	b.Cleanup(p.stop)
+	b.Logf("navarch controller started, pid %d, log %s", p.cmd.Process.Pid, p.logPath)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := p.metrics(); err == nil {
+			return p
+		} else if time.Now().After(deadline) {
+			b.Fatalf("the controller's metrics endpoint does not answer after 1m: %v (log: %s)", err, p.logPath)
+		}
+		p.mustRun(b)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// mustRun fails the benchmark if the controller has exited.
+func (p *navarchProcess) mustRun(b *testing.B) {
+	b.Helper()
+	select {
+	case <-p.exited:
+		b.Fatalf("navarch controller (pid %d) exited: %v; its log is %s", p.cmd.Process.Pid, p.waitErr, p.logPath)
+	default:
+	}
+}
+
+// stop ends the controller's process group, SIGTERM first, and waits for it.
+func (p *navarchProcess) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// procSample is what /proc says about the controller process at one moment.
+type procSample struct {
+	at time.Time
+	// cpu is utime+stime of the process itself; children is cutime+cstime, the CPU time of
+	// the child processes (git) it has waited for.
+	cpu, children time.Duration
+	// rssKB is VmRSS, hwmKB VmHWM (the peak RSS since the process started); anonKB and
+	// fileKB split VmRSS into anonymous memory (the Go heap, stacks, runtime) and mapped
+	// files (the binary's pages).
+	rssKB, hwmKB, anonKB, fileKB int64
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every Linux
+// architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+func (p *navarchProcess) sample(b *testing.B) procSample {
+	b.Helper()
+	p.mustRun(b)
+	pid := p.cmd.Process.Pid
+	s := procSample{at: time.Now()}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may contain spaces:
+	// state (field 3), ..., utime (14), stime (15), cutime (16), cstime (17).
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	tick := func(i int) time.Duration {
+		n, err := strconv.ParseInt(fields[i-3], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat field %d: %v", pid, i, err)
+		}
+		return time.Duration(n) * clockTick
+	}
+	s.cpu, s.children = tick(14)+tick(15), tick(16)+tick(17)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			s.rssKB, _ = strconv.ParseInt(f[0], 10, 64)
+		case "VmHWM":
+			s.hwmKB, _ = strconv.ParseInt(f[0], 10, 64)
+		case "RssAnon":
+			s.anonKB, _ = strconv.ParseInt(f[0], 10, 64)
+		case "RssFile":
+			s.fileKB, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return s
+}
+
+// metrics reads the controller's Prometheus endpoint.
+func (p *navarchProcess) metrics() (metricSet, error) {
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(p.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", p.metricsURL, resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// mustMetrics is metrics, failing the benchmark on an error.
+func (p *navarchProcess) mustMetrics(b *testing.B) metricSet {
+	b.Helper()
+	m, err := p.metrics()
+	if err != nil {
+		b.Fatalf("read the controller's metrics: %v", err)
+	}
+	return m
+}
+
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// --- Prometheus text format ------------------------------------------------------------------
+
+// metric is one sample of the Prometheus text format.
+type metric struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+type metricSet []metric
+
+// parseMetrics reads the Prometheus text exposition format: comments are skipped, every other
+// line is `name{label="value",...} value [timestamp]`.
+func parseMetrics(r io.Reader) (metricSet, error) {
+	var out metricSet
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		m := metric{labels: map[string]string{}}
+		i := strings.IndexAny(line, "{ ")
+		if i < 0 {
+			return nil, fmt.Errorf("metrics: bad line %q", line)
+		}
+		m.name, line = line[:i], line[i:]
+		if line[0] == '{' {
+			line = line[1:]
+			for {
+				line = strings.TrimLeft(line, ", ")
+				if strings.HasPrefix(line, "}") {
+					line = line[1:]
+					break
+				}
+				eq := strings.Index(line, `="`)
+				if eq < 0 {
+					return nil, fmt.Errorf("metrics: bad labels in %q", sc.Text())
+				}
+				key := line[:eq]
+				line = line[eq+2:]
+				var val strings.Builder
+				j := 0
+				for ; j < len(line) && line[j] != '"'; j++ {
+					if line[j] == '\\' && j+1 < len(line) {
+						j++
+						switch line[j] {
+						case 'n':
+							val.WriteByte('\n')
+						default:
+							val.WriteByte(line[j])
+						}
+						continue
+					}
+					val.WriteByte(line[j])
+				}
+				if j == len(line) {
+					return nil, fmt.Errorf("metrics: unterminated label value in %q", sc.Text())
+				}
+				m.labels[key] = val.String()
+				line = line[j+1:]
+			}
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("metrics: no value in %q", sc.Text())
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: value of %q: %w", sc.Text(), err)
+		}
+		m.value = v
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// sum adds up the samples of name whose labels satisfy keep (nil keeps all), grouped by
+// the value of label by ("" groups everything under "").
+func (s metricSet) sum(name, by string, keep func(map[string]string) bool) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range s {
+		if m.name == name && (keep == nil || keep(m.labels)) {
+			out[m.labels[by]] += m.value
+		}
+	}
+	return out
+}
+
+// value is the sum of every sample of name.
+func (s metricSet) value(name string) float64 { return s.sum(name, "", nil)[""] }
+
+// diff is after - before, key by key.
+func diff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func total(m map[string]float64) float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// format prints a map sorted by key, e.g. "GET=12 LIST=3".
+func format(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%s=%.0f", cmpOr(k, "(none)"), m[k])
+	}
+	if sb.Len() == 0 {
+		return "(none)"
+	}
+	return sb.String()
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// apiserverMetrics reads a cluster's kube-apiserver /metrics with its admin credentials.
+func apiserverMetrics(ctx context.Context, c *localcluster.Cluster) (metricSet, error) {
+	cfg := c.RESTConfig()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Server()+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", c.Server(), resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// writeVerbs are the verbs of apiserver_request_total that change something.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY", "CREATE", "UPDATE"}
+
+// isWrite keeps apiserver_request_total samples of writes that were not dry runs.
+func isWrite(l map[string]string) bool {
+	return slices.Contains(writeVerbs, strings.ToUpper(l["verb"])) && l["dry_run"] == ""
+}
+
+// --- the Git server's request log -----------------------------------------------------------
+
+// gitRequests counts the requests of the Git server from its log (Options.Log), which has one
+// line per request: "gitserver: <date> <time> <METHOD> <path> <status> user=... <duration>".
+type gitRequests struct {
+	mu      sync.Mutex
+	partial []byte
+	times   []time.Time
+	paths   []string
+}
+
+func (g *gitRequests) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.partial = append(g.partial, p...)
+	for {
+		i := bytes.IndexByte(g.partial, '\n')
+		if i < 0 {
+			break
+		}
+		f := strings.Fields(string(g.partial[:i]))
+		g.partial = g.partial[i+1:]
+		if len(f) >= 5 && f[0] == "gitserver:" && (f[3] == http.MethodGet || f[3] == http.MethodPost) {
+			g.times = append(g.times, time.Now())
+			g.paths = append(g.paths, f[3]+" "+f[4])
+		}
+	}
+	return len(p), nil
+}
+
+// since returns the requests logged at or after t, and when each arrived.
+func (g *gitRequests) since(t time.Time) ([]time.Time, []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(g.times, t, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.Clone(g.times[i:]), slices.Clone(g.paths[i:])
+}
+
+// --- watching the Applications --------------------------------------------------------------
+
+// appState is what the benchmark needs of an Application's status.
+type appState struct {
+	revision string // status.sync.revision
+	sync     navarchv1.SyncStatusCode
+	health   navarchv1.HealthStatusCode
+	running  bool // an operation is Running
+	ready    string
+}
+
+func (s appState) done(revision string) bool {
+	return s.revision == revision && s.sync == navarchv1.SyncStatusSynced && s.health == navarchv1.HealthHealthy && !s.running
+}
+
+// tracker follows every Application of a namespace through one watch (an informer of the
+// benchmark process): counting 10,000 Applications in memory costs the apiserver nothing,
+// where listing them every few hundred milliseconds would load the apiserver that the
+// controller writes to, on the same 2 cores.
+type tracker struct {
+	mu   sync.Mutex
+	apps map[string]appState
+	// firstAt is when an Application first reported each revision.
+	firstAt map[string]time.Time
+	stop    context.CancelFunc
+}
+
+func startTracker(b *testing.B, mgmt *localcluster.Cluster, namespace string) *tracker {
+	b.Helper()
+	cfg := mgmt.RESTConfig()
+	cfg.QPS, cfg.Burst = 100, 200
+	c, err := crcache.New(cfg, crcache.Options{
+		Scheme:            scheme.New(),
+		DefaultNamespaces: map[string]crcache.Config{namespace: {}},
+		DefaultTransform:  crcache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &tracker{apps: map[string]appState{}, firstAt: map[string]time.Time{}, stop: cancel}
+	b.Cleanup(cancel)
+	inf, err := c.GetInformer(ctx, &navarchv1.Application{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    t.observe,
+		UpdateFunc: func(_, obj any) { t.observe(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if a, ok := obj.(*navarchv1.Application); ok {
+				t.mu.Lock()
+				delete(t.apps, a.Name)
+				t.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("the Application watch did not sync")
+	}
+	return t
+}
+
+func (t *tracker) observe(obj any) {
+	a, ok := obj.(*navarchv1.Application)
+	if !ok {
+		return
+	}
+	s := appState{revision: a.Status.Sync.Revision, sync: a.Status.Sync.Status, health: a.Status.Health.Status,
+		running: a.Status.OperationState != nil && a.Status.OperationState.Phase == navarchv1.OperationRunning}
+	if c := meta.FindStatusCondition(a.Status.Conditions, navarchv1.ConditionReady); c != nil {
+		s.ready = string(c.Status) + " " + c.Reason + ": " + c.Message
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.apps[a.Name] = s
+	if _, seen := t.firstAt[s.revision]; s.revision != "" && !seen {
+		t.firstAt[s.revision] = time.Now()
+	}
+}
+
+// count returns how many Applications exist and how many are Synced and Healthy at revision.
+func (t *tracker) count(revision string) (exist, done int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.apps {
+		if s.done(revision) {
+			done++
+		}
+	}
+	return len(t.apps), done
+}
+
+// firstSeen is when an Application first reported revision, if one has.
+func (t *tracker) firstSeen(revision string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.firstAt[revision]
+	return at, ok
+}
+
+// summary says how the Applications stand, for a progress line or a failure: counts by
+// sync/health/revision and one Application that is not done.
+func (t *tracker) summary(revision string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	counts := map[string]float64{}
+	var stuck []string
+	for name, s := range t.apps {
+		rev := "new"
+		if s.revision != revision {
+			rev = "other"
+		}
+		counts[fmt.Sprintf("%s/%s/%s/running=%v", cmpOr(string(s.sync), "-"), cmpOr(string(s.health), "-"), rev, s.running)]++
+		if !s.done(revision) {
+			stuck = append(stuck, name)
+		}
+	}
+	out := fmt.Sprintf("%d Applications: %s", len(t.apps), format(counts))
+	if len(stuck) > 0 {
+		slices.Sort(stuck)
+		s := t.apps[stuck[0]]
+		out += fmt.Sprintf("; e.g. %s: revision %.8s, Ready %s", stuck[0], s.revision, s.ready)
+	}
+	return out
+}
+
+// waitFor polls cond every interval until it holds or timeout passes; progress is logged
+// every minute with what describe says.
+func waitFor(b *testing.B, timeout, interval time.Duration, what string, cond func() bool, describe func() string) {
+	b.Helper()
+	start := time.Now()
+	lastLog := start
+	for !cond() {
+		if time.Since(start) > timeout {
+			b.Fatalf("waited %s for %s in vain: %s", timeout, what, describe())
+		}
+		if time.Since(lastLog) >= time.Minute {
+			lastLog = time.Now()
+			b.Logf("%s: waiting for %s: %s", time.Since(start).Round(time.Second), what, describe())
+		}
+		time.Sleep(interval)
+	}
+}
+
+// envInt reads a positive integer from the environment, or returns def.
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+// envDuration reads a duration from the environment, or returns def.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		b.Fatalf("%s=%q: want a duration", name, s)
+	}
+	return d
+}
+
+var errNotLinux = errors.New("the benchmark reads /proc and runs on Linux only")
