@@ -7,12 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,64 +23,25 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/githubserver"
 	"github.com/navarch-io/navarch/internal/notify"
+	"github.com/navarch-io/navarch/internal/notify/notifytest"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
-// receiver is a real HTTP endpoint standing for a team's webhook or chat: it answers the
-// first len(fail) requests with those statuses, then 200, and keeps every request.
-type receiver struct {
-	*httptest.Server
-	mu   sync.Mutex
-	fail []int
-	got  []delivered
-}
-
-type delivered struct {
-	header http.Header
-	body   []byte
-	status int
-}
-
-func newReceiver(t *testing.T, fail ...int) *receiver {
-	r := &receiver{fail: fail}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		status := http.StatusOK
-		if len(r.fail) > 0 {
-			status, r.fail = r.fail[0], r.fail[1:]
-		}
-		r.got = append(r.got, delivered{req.Header.Clone(), body, status})
-		r.mu.Unlock()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// accepted returns the bodies answered 200, decoded, oldest first.
-func (r *receiver) accepted(t *testing.T) []notify.Message {
+// accepted returns the bodies r answered 200, decoded, oldest first.
+func accepted(t *testing.T, r *notifytest.Receiver) []notify.Message {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []notify.Message
-	for _, d := range r.got {
-		if d.status != http.StatusOK {
+	for _, d := range r.Requests() {
+		if d.Status != http.StatusOK {
 			continue
 		}
 		var m notify.Message
-		if err := json.Unmarshal(d.body, &m); err != nil {
-			t.Fatalf("a body that is not a JSON message: %s", d.body)
+		if err := json.Unmarshal(d.Body, &m); err != nil {
+			t.Fatalf("a body that is not a JSON message: %s", d.Body)
 		}
 		out = append(out, m)
 	}
 	return out
-}
-
-func (r *receiver) requests() []delivered {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]delivered(nil), r.got...)
 }
 
 // triggersOf lists "trigger application" of each message.
@@ -152,9 +110,9 @@ func withRecordedLogs(t *testing.T) *testenv.LogRecorder {
 func TestNotificationsOneMessagePerTransition(t *testing.T) {
 	logs := withRecordedLogs(t)
 	ns := testenv.Namespace(t, mgmt)
-	hook, chat := newReceiver(t), newReceiver(t)
-	flaky := newReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError)
-	dead := newReceiver(t, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500)
+	hook, chat := notifytest.NewReceiver(t), notifytest.NewReceiver(t)
+	flaky := notifytest.NewReceiver(t, http.StatusInternalServerError, http.StatusInternalServerError)
+	dead := notifytest.NewReceiver(t, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500)
 	retriesBefore := counter(t, "navarch_notifications_delivery_errors_total", map[string]string{"destination": "flaky"})
 	const key = "the team's shared key"
 	configureNotifications(t, fmt.Sprintf(`
@@ -201,7 +159,7 @@ spec:
 	expect := func(want string) {
 		t.Helper()
 		testenv.Eventually(t, "the webhook received "+want, func() string {
-			if got := triggersOf(hook.accepted(t)); got != want {
+			if got := triggersOf(accepted(t, hook)); got != want {
 				return "received " + got
 			}
 			return ""
@@ -227,16 +185,16 @@ spec:
 	wantSorted := "OutOfSync web, SyncSucceeded web, SyncSucceeded web"
 	allDelivered := func() string {
 		var wrong []string
-		if got := triggersOf(hook.accepted(t)); got != want {
+		if got := triggersOf(accepted(t, hook)); got != want {
 			wrong = append(wrong, fmt.Sprintf("hook received %q, want %q", got, want))
 		}
-		flakyGot := hook.accepted(t)[:0:0]
-		flakyGot = append(flakyGot, flaky.accepted(t)...)
+		flakyGot := accepted(t, hook)[:0:0]
+		flakyGot = append(flakyGot, accepted(t, flaky)...)
 		slices.SortFunc(flakyGot, func(a, b notify.Message) int { return strings.Compare(string(a.Trigger), string(b.Trigger)) })
 		if got := triggersOf(flakyGot); got != wantSorted {
 			wrong = append(wrong, fmt.Sprintf("flaky received %q, want %q in any order", got, wantSorted))
 		}
-		if got := len(chat.requests()); got != 3 {
+		if got := len(chat.Requests()); got != 3 {
 			wrong = append(wrong, fmt.Sprintf("chat received %d messages, want 3", got))
 		}
 		return strings.Join(wrong, "; ")
@@ -246,20 +204,20 @@ spec:
 
 	// Signed with the key of the Secret, over the exact body; one delivery id per message.
 	ids := map[string]bool{}
-	for _, d := range hook.requests() {
+	for _, d := range hook.Requests() {
 		// Over the attempt's timestamp and the exact body, so that a replay can be refused.
 		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte(d.header.Get("X-Navarch-Timestamp") + "."))
-		mac.Write(d.body)
-		if got, want := d.header.Get("X-Navarch-Signature"), "sha256="+hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(got), []byte(want)) {
+		mac.Write([]byte(d.Header.Get("X-Navarch-Timestamp") + "."))
+		mac.Write(d.Body)
+		if got, want := d.Header.Get("X-Navarch-Signature"), "sha256="+hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(got), []byte(want)) {
 			t.Errorf("X-Navarch-Signature %q does not verify with the key of the Secret (want %q)", got, want)
 		}
-		ids[d.header.Get("X-Navarch-Delivery")] = true
+		ids[d.Header.Get("X-Navarch-Delivery")] = true
 	}
 	if len(ids) != 3 || ids[""] {
 		t.Errorf("delivery ids %v, want 3 distinct ids", ids)
 	}
-	msgs := hook.accepted(t)
+	msgs := accepted(t, hook)
 	if m := msgs[1]; m.Severity != "warning" || m.Subscription != "team" || m.Application.Namespace != ns || m.Application.Project != "default" ||
 		m.Application.Sync != navarchv1.SyncStatusOutOfSync || len(m.Application.Revision) != 40 || m.Application.Destination != "east/"+ns+"-web" {
 		t.Errorf("the OutOfSync message is %+v %+v", m, m.Application)
@@ -270,7 +228,7 @@ spec:
 
 	// The chat got Slack's shape: one text field, readable.
 	var slack map[string]any
-	if err := json.Unmarshal(chat.requests()[1].body, &slack); err != nil {
+	if err := json.Unmarshal(chat.Requests()[1].Body, &slack); err != nil {
 		t.Fatal(err)
 	}
 	if text, _ := slack["text"].(string); len(slack) != 1 || !strings.Contains(text, "*OutOfSync* Application "+ns+"/web is OutOfSync with ") {
@@ -279,16 +237,16 @@ spec:
 
 	// The flaky endpoint answered 500 twice: the messages it refused came with a later
 	// attempt, under the same delivery id, and the errors are counted and logged.
-	reqs := flaky.requests()
+	reqs := flaky.Requests()
 	acceptedIDs := map[string]int{}
 	for _, d := range reqs {
-		if d.status == http.StatusOK {
-			acceptedIDs[d.header.Get("X-Navarch-Delivery")]++
+		if d.Status == http.StatusOK {
+			acceptedIDs[d.Header.Get("X-Navarch-Delivery")]++
 		}
 	}
 	for _, d := range reqs {
-		if id := d.header.Get("X-Navarch-Delivery"); acceptedIDs[id] != 1 {
-			t.Errorf("delivery %q (answered %d) was accepted %d times at flaky, want once", id, d.status, acceptedIDs[id])
+		if id := d.Header.Get("X-Navarch-Delivery"); acceptedIDs[id] != 1 {
+			t.Errorf("delivery %q (answered %d) was accepted %d times at flaky, want once", id, d.Status, acceptedIDs[id])
 		}
 	}
 	if len(reqs) != 5 {
@@ -316,7 +274,7 @@ spec:
 		t.Errorf("web is not Ready while a destination fails: %+v", c)
 	}
 	// And the Application the selector does not match sent nothing, though it synced.
-	for _, m := range hook.accepted(t) {
+	for _, m := range accepted(t, hook) {
 		if m.Application.Name == other.Name {
 			t.Errorf("a message about %s, which the selector excludes", other.Name)
 		}
@@ -327,7 +285,7 @@ spec:
 // one.
 func TestNotificationsSyncFailedOncePerOperation(t *testing.T) {
 	ns := testenv.Namespace(t, mgmt)
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	configureNotifications(t, `
 destinations:
 - name: hook
@@ -358,7 +316,7 @@ spec:
 		}).Status.OperationState
 		first = s.ID
 		testenv.Eventually(t, fmt.Sprintf("SyncFailed message %d", i+1), func() string {
-			if got := len(hook.accepted(t)); got != i+1 {
+			if got := len(accepted(t, hook)); got != i+1 {
 				return fmt.Sprintf("%d messages", got)
 			}
 			return ""
@@ -366,12 +324,12 @@ spec:
 		refresh(t, broken)
 	}
 	testenv.Consistently(t, 3*time.Second, "two failed operations, two messages", func() string {
-		if got := triggersOf(hook.accepted(t)); got != "SyncFailed broken, SyncFailed broken" {
+		if got := triggersOf(accepted(t, hook)); got != "SyncFailed broken, SyncFailed broken" {
 			return "received " + got
 		}
 		return ""
 	})
-	for _, m := range hook.accepted(t) {
+	for _, m := range accepted(t, hook) {
 		if !strings.Contains(m.Summary, "Sprocket") || m.Application.Operation.Phase != navarchv1.OperationFailed {
 			t.Errorf("a SyncFailed message that does not say why: %q", m.Summary)
 		}
@@ -382,7 +340,7 @@ spec:
 // changes nothing else; fixing it takes effect without a restart.
 func TestNotificationsInvalidConfigIsReportedOnTheConfigMap(t *testing.T) {
 	ctx := context.Background()
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	configureNotifications(t, `
 destinations:
 - {name: hook, webhook: {urlSecretKey: url}}
@@ -449,10 +407,10 @@ func messagesAbout(ns string, msgs []notify.Message) []notify.Message {
 
 // expectMessages waits until the receiver accepted exactly the messages want ("trigger name",
 // comma-separated, in order) about ns, then checks that no other message follows for a while.
-func expectMessages(t *testing.T, r *receiver, ns, want string) []notify.Message {
+func expectMessages(t *testing.T, r *notifytest.Receiver, ns, want string) []notify.Message {
 	t.Helper()
 	got := func() string {
-		msgs := messagesAbout(ns, r.accepted(t))
+		msgs := messagesAbout(ns, accepted(t, r))
 		if have := triggersOf(msgs); have != want {
 			var summaries []string
 			for i, m := range msgs {
@@ -468,7 +426,7 @@ func expectMessages(t *testing.T, r *receiver, ns, want string) []notify.Message
 	}
 	testenv.EventuallyWithin(t, rolloutWait, "the receiver got "+want, got)
 	testenv.Consistently(t, 5*time.Second, "one message per transition: "+want, got)
-	return messagesAbout(ns, r.accepted(t))
+	return messagesAbout(ns, accepted(t, r))
 }
 
 // A platform team subscribes to its rollout's outcomes: the first rollout (to dev, which soaks,
@@ -486,7 +444,7 @@ func TestNotificationsRolloutCompletedAndHalted(t *testing.T) {
 		t.Fatal(err)
 	}
 	registerStages(t, ns, stages[0], stages[2])
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	configureNotifications(t, `
 destinations:
 - {name: hook, webhook: {urlSecretKey: url}}
@@ -536,7 +494,7 @@ subscriptions:
 // often the Application is compared again.
 func TestNotificationsDegradedOncePerTransition(t *testing.T) {
 	ns := testenv.Namespace(t, mgmt)
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	configureNotifications(t, `
 destinations:
 - {name: hook, webhook: {urlSecretKey: url}}
@@ -606,7 +564,7 @@ func TestNotificationsPreviewReadyOncePerCommit(t *testing.T) {
 	}
 	number := gh.OpenPR("acme", "app", githubserver.PullRequest{Title: "Add login", Head: "feature/login", Base: "main", HeadSHA: head, Author: "ana", Labels: []string{"preview"}})
 
-	hook, chat := newReceiver(t), newReceiver(t)
+	hook, chat := notifytest.NewReceiver(t), notifytest.NewReceiver(t)
 	configureNotifications(t, `
 destinations:
 - {name: chat, slack: {urlSecretKey: chat}}
@@ -657,7 +615,7 @@ spec:
 		!strings.HasPrefix(m.Summary, fmt.Sprintf("Application %s/%s: preview acme/app#%d is Synced and Healthy at %.8s", ns, preview.Name, number, head)) {
 		t.Errorf("the PreviewReady message is %+v %+v", m, m.Application)
 	}
-	if got := len(chat.requests()); got != 1 {
+	if got := len(chat.Requests()); got != 1 {
 		t.Errorf("the chat received %d messages, want 1", got)
 	}
 
@@ -677,7 +635,7 @@ spec:
 	if got := msgs[1].Application.PullRequest; got != fmt.Sprintf("acme/app#%d@%s", number, next) {
 		t.Errorf("the second PreviewReady is about %q, want the pushed commit %.8s", got, next)
 	}
-	if got := len(chat.requests()); got != 2 {
+	if got := len(chat.Requests()); got != 2 {
 		t.Errorf("the chat received %d messages, want 2", got)
 	}
 }

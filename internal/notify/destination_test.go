@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,45 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/notify/notifytest"
 )
-
-// receiver is a real HTTP server that answers each request with the next status of
-// statuses (200 once they run out) and keeps what it received.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	statuses []int
-	got      []received
-}
-
-type received struct {
-	header http.Header
-	body   []byte
-	status int
-}
-
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	r := &receiver{statuses: statuses}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		status := http.StatusOK
-		if len(r.statuses) > 0 {
-			status, r.statuses = r.statuses[0], r.statuses[1:]
-		}
-		r.got = append(r.got, received{req.Header.Clone(), body, status})
-		r.mu.Unlock()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *receiver) requests() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.got...)
-}
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -98,7 +60,7 @@ func drift(n *Notifier) {
 }
 
 func TestWebhookBodyIsSignedWithTheSecretKey(t *testing.T) {
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	n := startNotifier(t, `
 destinations:
 - name: ops
@@ -109,41 +71,41 @@ subscriptions:
   destinations: [ops]
 `, map[string][]byte{"url": []byte(hook.URL), "hmac": []byte("s3cret")})
 	drift(n)
-	waitFor(t, "one request", func() bool { return len(hook.requests()) == 1 })
-	r := hook.requests()[0]
+	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
+	r := hook.Requests()[0]
 
 	// What a receiver does: recompute the HMAC of the timestamp, ".", and the raw body with
 	// the shared key.
-	ts := r.header.Get(HeaderTimestamp)
+	ts := r.Header.Get(HeaderTimestamp)
 	if sent, err := strconv.ParseInt(ts, 10, 64); err != nil || time.Since(time.Unix(sent, 0)).Abs() > time.Minute {
 		t.Errorf("%s = %q, want the Unix time of the attempt", HeaderTimestamp, ts)
 	}
 	mac := hmac.New(sha256.New, []byte("s3cret"))
 	mac.Write([]byte(ts + "."))
-	mac.Write(r.body)
-	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(r.header.Get(HeaderSignature)), []byte(want)) {
-		t.Errorf("%s = %q, want %q", HeaderSignature, r.header.Get(HeaderSignature), want)
+	mac.Write(r.Body)
+	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(r.Header.Get(HeaderSignature)), []byte(want)) {
+		t.Errorf("%s = %q, want %q", HeaderSignature, r.Header.Get(HeaderSignature), want)
 	}
 	// The timestamp is signed: a replay with a fresh timestamp does not verify.
-	if replayed := Sign([]byte("s3cret"), "9999999999", r.body); replayed == r.header.Get(HeaderSignature) {
+	if replayed := Sign([]byte("s3cret"), "9999999999", r.Body); replayed == r.Header.Get(HeaderSignature) {
 		t.Errorf("the signature does not depend on the timestamp")
 	}
 	var msg Message
-	if err := json.Unmarshal(r.body, &msg); err != nil {
+	if err := json.Unmarshal(r.Body, &msg); err != nil {
 		t.Fatal(err)
 	}
 	if msg.Trigger != OutOfSync || msg.Severity != "warning" || msg.Subscription != "prod" || msg.Application == nil ||
 		msg.Application.Name != "web" || msg.Application.Sync != navarchv1.SyncStatusOutOfSync || msg.Application.Project != "default" {
-		t.Errorf("body = %s", r.body)
+		t.Errorf("body = %s", r.Body)
 	}
-	if r.header.Get(HeaderDelivery) != msg.ID || len(msg.ID) != 32 || r.header.Get(HeaderTimestamp) == "" ||
-		r.header.Get("X-Team") != "shop" || r.header.Get("Content-Type") != "application/json" {
-		t.Errorf("headers = %v, id %q", r.header, msg.ID)
+	if r.Header.Get(HeaderDelivery) != msg.ID || len(msg.ID) != 32 || r.Header.Get(HeaderTimestamp) == "" ||
+		r.Header.Get("X-Team") != "shop" || r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("headers = %v, id %q", r.Header, msg.ID)
 	}
 }
 
 func TestSlackBody(t *testing.T) {
-	chat := newReceiver(t)
+	chat := notifytest.NewReceiver(t)
 	n := startNotifier(t, `
 destinations:
 - name: chat
@@ -154,9 +116,9 @@ subscriptions:
   destinations: [chat]
 `, map[string][]byte{"slack": []byte(chat.URL + "/services/T0/B0/x")})
 	drift(n)
-	waitFor(t, "one request", func() bool { return len(chat.requests()) == 1 })
+	waitFor(t, "one request", func() bool { return len(chat.Requests()) == 1 })
 	var body map[string]any
-	if err := json.Unmarshal(chat.requests()[0].body, &body); err != nil {
+	if err := json.Unmarshal(chat.Requests()[0].Body, &body); err != nil {
 		t.Fatal(err)
 	}
 	text, _ := body["text"].(string)
@@ -186,7 +148,7 @@ func TestSummaryNamesTheDestination(t *testing.T) {
 // A webhook that redirects elsewhere is not followed: the other host never sees the
 // signature or the configured headers, and the delivery fails at once, as a 404 does.
 func TestRedirectsAreNotFollowed(t *testing.T) {
-	elsewhere := newReceiver(t)
+	elsewhere := notifytest.NewReceiver(t)
 	redirecting := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/collect", http.StatusTemporaryRedirect))
 	t.Cleanup(redirecting.Close)
 	n := startNotifier(t, `
@@ -201,8 +163,8 @@ subscriptions:
 	waitFor(t, "the delivery to fail", func() bool {
 		return failures("ops") > failedBefore
 	})
-	if got := len(elsewhere.requests()); got != 0 {
-		t.Errorf("the redirect's target received %d requests, with headers %v", got, elsewhere.requests()[0].header)
+	if got := len(elsewhere.Requests()); got != 0 {
+		t.Errorf("the redirect's target received %d requests, with headers %v", got, elsewhere.Requests()[0].Header)
 	}
 	if got := n.pendingRetries(); got != 0 {
 		t.Errorf("a redirect is retried (%d pending), want a final failure", got)
@@ -288,7 +250,7 @@ func TestBackoffDoublesUpToItsCap(t *testing.T) {
 // When the Notifier stops, the retries waiting are abandoned at once: no timer outlives it
 // and the receiver hears nothing more.
 func TestStopAbandonsPendingRetries(t *testing.T) {
-	down := newReceiver(t, 500, 500, 500, 500)
+	down := notifytest.NewReceiver(t, 500, 500, 500, 500)
 	cfg, err := Parse(map[string]string{ConfigKey: `
 destinations:
 - {name: down, webhook: {url: '` + down.URL + `'}}
@@ -316,7 +278,7 @@ subscriptions:
 	}
 	deadline := time.Now().Add(1500 * time.Millisecond) // past the first retry's backoff
 	for time.Now().Before(deadline) {
-		if got := len(down.requests()); got != 1 {
+		if got := len(down.Requests()); got != 1 {
 			t.Fatalf("the receiver got %d requests after the Notifier stopped, want 1", got)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -324,8 +286,8 @@ subscriptions:
 }
 
 func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
-	flaky := newReceiver(t, 500, 503, 200)
-	gone := newReceiver(t, 404, 200)
+	flaky := notifytest.NewReceiver(t, 500, 503, 200)
+	gone := notifytest.NewReceiver(t, 404, 200)
 	n := startNotifier(t, `
 destinations:
 - {name: flaky, webhook: {url: '`+flaky.URL+`'}}
@@ -334,23 +296,23 @@ subscriptions:
 - {name: all, triggers: [OutOfSync], destinations: [flaky, gone]}
 `, nil)
 	drift(n)
-	waitFor(t, "three attempts", func() bool { return len(flaky.requests()) == 3 })
-	reqs := flaky.requests()
-	if id := reqs[0].header.Get(HeaderDelivery); id == "" || reqs[1].header.Get(HeaderDelivery) != id || reqs[2].header.Get(HeaderDelivery) != id {
-		t.Errorf("retries carry delivery ids %q, %q, %q; want one id", id, reqs[1].header.Get(HeaderDelivery), reqs[2].header.Get(HeaderDelivery))
+	waitFor(t, "three attempts", func() bool { return len(flaky.Requests()) == 3 })
+	reqs := flaky.Requests()
+	if id := reqs[0].Header.Get(HeaderDelivery); id == "" || reqs[1].Header.Get(HeaderDelivery) != id || reqs[2].Header.Get(HeaderDelivery) != id {
+		t.Errorf("retries carry delivery ids %q, %q, %q; want one id", id, reqs[1].Header.Get(HeaderDelivery), reqs[2].Header.Get(HeaderDelivery))
 	}
 	// A 404 is final: the receiver answers 200 next time, but there is no next time.
 	time.Sleep(200 * time.Millisecond) // 20 times the first backoff
-	if got := len(gone.requests()); got != 1 {
+	if got := len(gone.Requests()); got != 1 {
 		t.Errorf("a destination answering 404 got %d attempts, want 1", got)
 	}
-	if got := len(flaky.requests()); got != 3 {
+	if got := len(flaky.Requests()); got != 3 {
 		t.Errorf("after a success, %d attempts, want 3", got)
 	}
 }
 
 func TestOneMessagePerDestination(t *testing.T) {
-	hook := newReceiver(t)
+	hook := notifytest.NewReceiver(t)
 	n := startNotifier(t, `
 destinations:
 - {name: ops, webhook: {url: '`+hook.URL+`'}}
@@ -362,13 +324,13 @@ subscriptions:
 	drift(n)
 	set := &navarchv1.ApplicationSet{ObjectMeta: metav1.ObjectMeta{UID: "s", Name: "apps", Namespace: "ns"}}
 	n.ApplicationSet(set)
-	waitFor(t, "one request", func() bool { return len(hook.requests()) == 1 })
+	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
 	time.Sleep(100 * time.Millisecond)
-	if got := len(hook.requests()); got != 1 {
+	if got := len(hook.Requests()); got != 1 {
 		t.Errorf("%d requests, want 1 for two matching subscriptions", got)
 	}
-	if !strings.Contains(string(hook.requests()[0].body), `"subscription":"prod"`) {
-		t.Errorf("body %s, want the first matching subscription", hook.requests()[0].body)
+	if !strings.Contains(string(hook.Requests()[0].Body), `"subscription":"prod"`) {
+		t.Errorf("body %s, want the first matching subscription", hook.Requests()[0].Body)
 	}
 }
 
