@@ -7,6 +7,7 @@ package fleetbench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -544,7 +545,7 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 		for host, v := range s.sum("rest_client_requests_total", "host", func(l map[string]string) bool {
 			return method == "" || l["method"] == method
 		}) {
-			out[cmpOr(hostOf[host], host)] += v
+			out[cmp.Or(hostOf[host], host)] += v
 		}
 		return out
 	}

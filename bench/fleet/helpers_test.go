@@ -1,8 +1,8 @@
 package fleetbench
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -233,71 +235,33 @@ type metric struct {
 
 type metricSet []metric
 
-// parseMetrics reads the Prometheus text exposition format: comments are skipped, every other
-// line is `name{label="value",...} value [timestamp]`.
+// parseMetrics reads the Prometheus text exposition format. The benchmark reads counters and
+// gauges only; other types keep no value here.
 func parseMetrics(r io.Reader) (metricSet, error) {
-	var out metricSet
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		m := metric{labels: map[string]string{}}
-		i := strings.IndexAny(line, "{ ")
-		if i < 0 {
-			return nil, fmt.Errorf("metrics: bad line %q", line)
-		}
-		m.name, line = line[:i], line[i:]
-		if line[0] == '{' {
-			line = line[1:]
-			for {
-				line = strings.TrimLeft(line, ", ")
-				if strings.HasPrefix(line, "}") {
-					line = line[1:]
-					break
-				}
-				eq := strings.Index(line, `="`)
-				if eq < 0 {
-					return nil, fmt.Errorf("metrics: bad labels in %q", sc.Text())
-				}
-				key := line[:eq]
-				line = line[eq+2:]
-				var val strings.Builder
-				j := 0
-				for ; j < len(line) && line[j] != '"'; j++ {
-					if line[j] == '\\' && j+1 < len(line) {
-						j++
-						switch line[j] {
-						case 'n':
-							val.WriteByte('\n')
-						default:
-							val.WriteByte(line[j])
-						}
-						continue
-					}
-					val.WriteByte(line[j])
-				}
-				if j == len(line) {
-					return nil, fmt.Errorf("metrics: unterminated label value in %q", sc.Text())
-				}
-				m.labels[key] = val.String()
-				line = line[j+1:]
-			}
-		}
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			return nil, fmt.Errorf("metrics: no value in %q", sc.Text())
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: value of %q: %w", sc.Text(), err)
-		}
-		m.value = v
-		out = append(out, m)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	return out, sc.Err()
+	var out metricSet
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			sample := metric{name: name, labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				sample.labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				sample.value = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				sample.value = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				sample.value = m.GetUntyped().GetValue()
+			}
+			out = append(out, sample)
+		}
+	}
+	return out, nil
 }
 
 // sum adds up the samples of name whose labels satisfy keep (nil keeps all), grouped by
@@ -346,19 +310,12 @@ func format(m map[string]float64) string {
 		if sb.Len() > 0 {
 			sb.WriteByte(' ')
 		}
-		fmt.Fprintf(&sb, "%s=%.0f", cmpOr(k, "(none)"), m[k])
+		fmt.Fprintf(&sb, "%s=%.0f", cmp.Or(k, "(none)"), m[k])
 	}
 	if sb.Len() == 0 {
 		return "(none)"
 	}
 	return sb.String()
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // apiserverMetrics reads a cluster's kube-apiserver /metrics with its admin credentials.
@@ -548,7 +505,7 @@ func (t *tracker) summary(revision string) string {
 		if s.revision != revision {
 			rev = "other"
 		}
-		counts[fmt.Sprintf("%s/%s/%s/running=%v", cmpOr(string(s.sync), "-"), cmpOr(string(s.health), "-"), rev, s.running)]++
+		counts[fmt.Sprintf("%s/%s/%s/running=%v", cmp.Or(string(s.sync), "-"), cmp.Or(string(s.health), "-"), rev, s.running)]++
 		if !s.done(revision) {
 			stuck = append(stuck, name)
 		}
