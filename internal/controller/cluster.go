@@ -41,15 +41,10 @@ type ClusterReconciler struct {
 
 // Reconcile connects to one Cluster and probes it.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Shards != nil {
-		if err := r.Shards.observe(ctx, r.Client); err != nil {
-			return ctrl.Result{}, fmt.Errorf("list the Clusters to share: %w", err)
-		}
-		if !r.Shards.Owns(req.Name) {
-			// Another replica syncs it, or none yet; membership releases what this replica
-			// held and reconciles the Cluster again when it takes it.
-			return ctrl.Result{}, nil
-		}
+	if !r.Shards.Owns(req.Name) {
+		// Another replica syncs it, or none yet; membership releases what this replica held
+		// and reconciles the Cluster again when it takes it.
+		return ctrl.Result{}, nil
 	}
 	cluster := &navarchv1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {

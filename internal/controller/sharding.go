@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -88,12 +90,8 @@ func newShards(ctx context.Context, mgr manager.Manager, cfg *rest.Config, opts 
 		return nil, err
 	}
 	if err := mgr.Add(everyReplica{manager.RunnableFunc(func(ctx context.Context) error {
-		// The Clusters come from the Cluster controller's reconciles; the management
-		// cluster, and a fleet of no Cluster, from this first look.
-		if mgr.GetCache().WaitForCacheSync(ctx) {
-			if err := s.observe(ctx, mgr.GetClient()); err != nil {
-				s.log.Error(err, "Could not list the Clusters to share; the Cluster controller lists them again")
-			}
+		if err := s.followClusters(ctx, mgr.GetCache(), mgr.GetClient()); err != nil {
+			return err
 		}
 		return s.membership.Start(ctx)
 	})}); err != nil {
@@ -195,6 +193,37 @@ func (s *shards) Release(ctx context.Context, cluster string) {
 	if err := s.clusters.Release(ctx, cluster); err != nil {
 		s.log.Error(err, "Workers of a released Cluster did not stop in time", "cluster", cluster)
 	}
+}
+
+// followClusters gives the membership the Clusters that exist now, and again whenever one is
+// created, deleted or starts being deleted: not on every status write of a probe.
+func (s *shards) followClusters(ctx context.Context, informers cache.Informers, c client.Reader) error {
+	look := func() {
+		if err := s.observe(ctx, c); err != nil && ctx.Err() == nil {
+			s.log.Error(err, "Could not list the Clusters to share")
+		}
+	}
+	informer, err := informers.GetInformer(ctx, &navarchv1.Cluster{})
+	if err != nil {
+		return fmt.Errorf("watch the Clusters to share: %w", err)
+	}
+	deleting := func(obj any) bool {
+		o, ok := obj.(client.Object)
+		return ok && !o.GetDeletionTimestamp().IsZero()
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { look() },
+		DeleteFunc: func(any) { look() },
+		UpdateFunc: func(old, obj any) {
+			if deleting(old) != deleting(obj) {
+				look()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watch the Clusters to share: %w", err)
+	}
+	look() // the management cluster, which needs no Cluster object, and a fleet of none
+	return nil
 }
 
 // observe gives the membership the Clusters that exist, and the management cluster, which
