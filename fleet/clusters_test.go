@@ -184,3 +184,65 @@ spec:
 		return ""
 	})
 }
+
+// Clusters registered on one apiserver with one identity share its watches: each Application
+// still sees the events of its own objects (selfHeal reverts hand edits on both Clusters), and
+// the watches outlive a Cluster that is deleted while another still uses them.
+func TestClustersOnOneAPIServerShareItsWatches(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	registerStages(t, ns, stage{"a", "dev", "east"}, stage{"b", "dev", "east"})
+	url := repo(t, map[string]string{"cm/settings.yaml": configMap("settings", "from git")})
+	apps := map[string]*navarchv1.Application{}
+	for _, suffix := range []string{"a", "b"} {
+		apps[suffix] = createApp(t, ns, fmt.Sprintf(`
+metadata: {name: settings-%[1]s}
+spec:
+  source: {repoURL: %[2]s, targetRevision: main, path: cm}
+  destination: {name: %[3]s-%[1]s, namespace: %[3]s-%[1]s}
+  syncPolicy:
+    automated: {selfHeal: true}
+    syncOptions: [CreateNamespace=true]
+`, suffix, url, ns))
+	}
+	east := workloads["east"].Client
+	for _, app := range apps {
+		waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+	}
+	editAndWaitForHeal := func(suffix string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		key := client.ObjectKey{Namespace: ns + "-" + suffix, Name: "settings"}
+		if err := east.Get(ctx, key, cm); err != nil {
+			t.Fatalf("ConfigMap of settings-%s on east: %v", suffix, err)
+		}
+		testenv.Update(t, east, cm, func(c *corev1.ConfigMap) { c.Data["greeting"] = "by hand" })
+		testenv.Eventually(t, "selfHeal reverts the hand edit of settings-"+suffix, func() string {
+			if err := east.Get(ctx, key, cm); err != nil {
+				return err.Error()
+			}
+			if g := cm.Data["greeting"]; g != "from git" {
+				return "greeting is " + g
+			}
+			return ""
+		})
+	}
+	editAndWaitForHeal("a")
+	editAndWaitForHeal("b")
+
+	// Deleting Cluster b stops its queue, not the watches Cluster a (and east) still use.
+	if err := mgmt.Delete(ctx, &navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: ns + "-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "settings-b reports its Cluster gone", func() string {
+		got := &navarchv1.Application{}
+		if err := mgmt.Get(ctx, client.ObjectKeyFromObject(apps["b"]), got); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, navarchv1.ConditionReady); c == nil || c.Reason != navarchv1.ReasonClusterUnavailable {
+			return fmt.Sprintf("Ready condition %+v", c)
+		}
+		return ""
+	})
+	editAndWaitForHeal("a")
+}

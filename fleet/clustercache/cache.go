@@ -1,10 +1,12 @@
 // Package clustercache owns navarch's connections to the clusters it deploys to.
 //
 // Each Cluster gets one Remote: a REST config built from its kubeconfig Secret (or the
-// management cluster's own config for in-cluster), a dynamic client, a RESTMapper, watches
-// on only the objects navarch manages (label LabelManaged, managedFields stripped), and its
-// own work queue and workers. A dead or slow cluster therefore only ever delays its own
-// Applications. The Cluster controller calls Connect on every probe; Remotes survive outages
+// management cluster's own config for in-cluster), and its own work queue and workers. A dead
+// or slow cluster therefore only ever delays its own Applications. The clients, the
+// RESTMapper and the watches of the objects navarch manages (label LabelManaged,
+// managedFields stripped) belong to the apiserver: Clusters that reach the same server with
+// the same credentials share them, and each event queues only the Application that tracks
+// the object, on its own Cluster's queue. The Cluster controller calls Connect on every probe; Remotes survive outages
 // (client-go's watches reconnect by themselves) and are rebuilt only when the kubeconfig
 // changes.
 package clustercache
@@ -66,6 +68,7 @@ type Cache struct {
 
 	mu      sync.Mutex
 	remotes map[string]*Remote
+	apis    map[string]*apiserver // by apiserverKey
 	// stopping holds the stopped Remotes whose workers may still run, until they return, so
 	// that Release waits for them whichever call stopped them.
 	stopping map[string][]*Remote
@@ -94,7 +97,7 @@ func New(ctx context.Context, opts Options) *Cache {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}, stopping: map[string][]*Remote{}}
+	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}, apis: map[string]*apiserver{}, stopping: map[string][]*Remote{}}
 }
 
 // Connect makes sure the cache has a Remote for cluster built from kubeconfig (nil for an
@@ -114,16 +117,18 @@ func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote,
 	if c.opts.Owns != nil && !c.opts.Owns(cluster.Name) {
 		return nil, fmt.Errorf("cluster %q: %w", cluster.Name, ErrNotOwned)
 	}
-	if r, ok := c.remotes[cluster.Name]; ok {
-		if r.fingerprint == fingerprint {
-			return r, nil
-		}
-		c.stopLocked(r)
+	old, ok := c.remotes[cluster.Name]
+	if ok && old.fingerprint == fingerprint {
+		return old, nil
 	}
-	r, err := newRemote(c.ctx, cluster.Name, cfg, fingerprint, c.opts)
+	api, err := c.apiserverLocked(cfg, fingerprint)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Cluster: cluster.Name, Err: err}
 	}
+	if ok {
+		c.stopLocked(old)
+	}
+	r := newRemote(c.ctx, cluster.Name, cfg, fingerprint, api, c.opts)
 	c.remotes[cluster.Name] = r
 	if c.opts.OnReady != nil {
 		c.opts.OnReady(cluster.Name)
@@ -157,9 +162,31 @@ func (c *Cache) Remove(name string) {
 	}
 }
 
-// stopLocked stops r and keeps it in c.stopping until its workers have returned; c.mu is held.
+// apiserverLocked returns the apiserver of cfg, shared with the Remotes that reach the same
+// server as the same identity, counting one more user; c.mu is held.
+func (c *Cache) apiserverLocked(cfg *rest.Config, fingerprint string) (*apiserver, error) {
+	key := apiserverKey(cfg, fingerprint)
+	api, ok := c.apis[key]
+	if !ok {
+		var err error
+		if api, err = newAPIServer(c.ctx, key, cfg, c.opts.Logger); err != nil {
+			return nil, err
+		}
+		c.apis[key] = api
+	}
+	api.users++
+	return api, nil
+}
+
+// stopLocked stops r, keeps it in c.stopping until its workers have returned, and stops its
+// apiserver's watches when no other Remote uses them; c.mu is held.
 func (c *Cache) stopLocked(r *Remote) {
 	r.stop()
+	r.api.unroute(r)
+	if r.api.users--; r.api.users == 0 {
+		r.api.cancel()
+		delete(c.apis, r.api.key)
+	}
 	c.stopping[r.Name] = append(c.stopping[r.Name], r)
 	go func() {
 		r.workers.Wait()
@@ -194,6 +221,15 @@ func (c *Cache) Release(ctx context.Context, name string) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("cluster %q: workers still running: %w", name, context.Cause(ctx))
+	}
+}
+
+// Forget drops what the cache remembers of a deleted Application.
+func (c *Cache) Forget(app types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, api := range c.apis {
+		api.forget(app)
 	}
 }
 

@@ -26,23 +26,24 @@ type capabilities struct {
 // group/version/kinds, sorted. They come from discovery (cached with the REST mapper's) and
 // are discovered again after the API changed (a kind was not found) or capabilitiesTTL.
 func (r *Remote) Capabilities() (render.Capabilities, error) {
-	r.mu.Lock()
-	c := r.caps
-	reset := r.lastReset
-	r.mu.Unlock()
+	a := r.api
+	a.mu.Lock()
+	c := a.caps
+	reset := a.lastReset
+	a.mu.Unlock()
 	if c != nil && c.reset.Equal(reset) && time.Since(c.at) < capabilitiesTTL {
 		return c.Capabilities, nil
 	}
 	if c != nil {
 		// The memory cache keeps what it discovered until invalidated: without this, an API
 		// that someone else installs (a CRD) would never be seen.
-		r.cached.Invalidate()
+		a.cached.Invalidate()
 	}
-	version, err := r.cached.ServerVersion()
+	version, err := a.cached.ServerVersion()
 	if err != nil {
 		return render.Capabilities{}, fmt.Errorf("cluster %s: discover version: %w", r.Name, err)
 	}
-	_, lists, err := discovery.ServerGroupsAndResources(r.cached)
+	_, lists, err := discovery.ServerGroupsAndResources(a.cached)
 	if err != nil && len(lists) == 0 {
 		// A partial answer (one aggregated API down) is still the best description.
 		return render.Capabilities{}, fmt.Errorf("cluster %s: discover APIs: %w", r.Name, err)
@@ -66,8 +67,8 @@ func (r *Remote) Capabilities() (render.Capabilities, error) {
 	}
 	slices.Sort(apis)
 	c = &capabilities{Capabilities: render.Capabilities{KubeVersion: version.GitVersion, APIVersions: apis}, at: time.Now(), reset: reset}
-	r.mu.Lock()
-	r.caps = c
-	r.mu.Unlock()
+	a.mu.Lock()
+	a.caps = c
+	a.mu.Unlock()
 	return c.Capabilities, nil
 }

@@ -19,19 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
 
-// Remote is navarch's connection to one cluster.
+// Remote is navarch's connection to one cluster: its queue and workers, and the apiserver
+// it shares with the other Clusters that reach the same server as the same identity.
 type Remote struct {
 	// Name is the Cluster's name.
 	Name string
@@ -41,9 +37,7 @@ type Remote struct {
 	Dynamic dynamic.Interface
 
 	fingerprint string
-	discovery   discovery.DiscoveryInterface
-	cached      discovery.CachedDiscoveryInterface // shared with mapper
-	mapper      meta.ResettableRESTMapper
+	api         *apiserver
 	log         logr.Logger
 	ctx         context.Context
 	cancel      context.CancelFunc
@@ -51,40 +45,20 @@ type Remote struct {
 	workers     sync.WaitGroup // the goroutines of work
 
 	mu         sync.Mutex
-	informers  map[schema.GroupVersionResource]*watch
-	lastReset  time.Time
 	probeError error
 	onReady    func(cluster string)
-	caps       *capabilities
-}
-
-// watch is the informer of one resource type.
-type watch struct {
-	informer toolscache.SharedIndexInformer
-	synced   chan struct{} // closed once the first list is in the cache
 }
 
 func objectMetaNamed(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
 
-func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprint string, opts Options) (*Remote, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, &ConfigError{Cluster: name, Err: err}
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, &ConfigError{Cluster: name, Err: err}
-	}
+func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprint string, api *apiserver, opts Options) *Remote {
 	ctx, cancel := context.WithCancel(parent)
-	cached := memory.NewMemCacheClient(disc)
 	r := &Remote{
 		Name:        name,
 		Config:      cfg,
-		Dynamic:     dyn,
+		Dynamic:     api.dynamic,
 		fingerprint: fingerprint,
-		discovery:   disc,
-		cached:      cached,
-		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		api:         api,
 		log:         opts.Logger.WithValues("cluster", name),
 		ctx:         ctx,
 		cancel:      cancel,
@@ -94,8 +68,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 			),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "cluster-" + name},
 		),
-		informers: map[schema.GroupVersionResource]*watch{},
-		onReady:   opts.OnReady,
+		onReady: opts.OnReady,
 	}
 	for range opts.Workers {
 		r.workers.Go(func() { r.work(opts.Handler) })
@@ -104,14 +77,18 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		<-ctx.Done()
 		r.queue.ShutDown()
 	}()
-	return r, nil
+	return r
 }
 
 // stop ends the Remote's watches and workers.
 func (r *Remote) stop() { r.cancel() }
 
-// Enqueue queues an Application for this cluster's workers.
-func (r *Remote) Enqueue(app types.NamespacedName) { r.queue.Add(app) }
+// Enqueue queues an Application for this cluster's workers; from now on, the events of its
+// objects queue it here.
+func (r *Remote) Enqueue(app types.NamespacedName) {
+	r.api.route(app, r)
+	r.queue.Add(app)
+}
 
 // work runs queued Applications through h until the Remote stops.
 func (r *Remote) work(h Handler) {
@@ -162,7 +139,7 @@ func (r *Remote) handle(h Handler, key types.NamespacedName) (after time.Duratio
 func (r *Remote) Probe(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	body, err := r.discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	body, err := r.api.discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	var version string
 	if err == nil {
 		var info struct {
@@ -213,21 +190,22 @@ func ProbeReason(err error) string {
 // the cluster's API (at most every two seconds), so kinds of freshly established CRDs
 // appear.
 func (r *Remote) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	a := r.api
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err == nil || !meta.IsNoMatchError(err) {
 		return m, err
 	}
-	r.mu.Lock()
-	reset := time.Since(r.lastReset) > 2*time.Second
+	a.mu.Lock()
+	reset := time.Since(a.lastReset) > 2*time.Second
 	if reset {
-		r.lastReset = time.Now()
+		a.lastReset = time.Now()
 	}
-	r.mu.Unlock()
+	a.mu.Unlock()
 	if !reset {
 		return nil, err
 	}
-	r.mapper.Reset()
-	return r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	a.mapper.Reset()
+	return a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
 // Resource returns the dynamic client for objects of mapping in namespace ns.
@@ -242,9 +220,9 @@ func (r *Remote) Resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterf
 // the watch of its resource type on first use. A nil object means the cache has no managed
 // object by that name (it may still exist unmanaged). Callers must not modify the result.
 func (r *Remote) Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	w, err := r.watch(ctx, m.Resource)
+	w, err := r.api.watch(ctx, m.Resource)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster %q: %w", r.Name, err)
 	}
 	key := name
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -255,66 +233,4 @@ func (r *Remote) Live(ctx context.Context, m *meta.RESTMapping, ns, name string)
 		return nil, err
 	}
 	return item.(*unstructured.Unstructured), nil
-}
-
-// watch returns the synced informer of gvr, starting it on first use.
-func (r *Remote) watch(ctx context.Context, gvr schema.GroupVersionResource) (*watch, error) {
-	r.mu.Lock()
-	w, ok := r.informers[gvr]
-	if !ok {
-		w = r.startWatch(gvr)
-		r.informers[gvr] = w
-	}
-	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case <-w.synced:
-		return w, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("cluster %q: waiting for the watch of %s: %w", r.Name, gvr.String(), ctx.Err())
-	}
-}
-
-func (r *Remote) startWatch(gvr schema.GroupVersionResource) *watch {
-	inf := dynamicinformer.NewFilteredDynamicInformer(r.Dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
-	_ = inf.SetTransform(stripManagedFields)
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    r.onEvent,
-		UpdateFunc: func(_, obj any) { r.onEvent(obj) },
-		DeleteFunc: r.onEvent,
-	})
-	w := &watch{informer: inf, synced: make(chan struct{})}
-	go inf.RunWithContext(r.ctx)
-	go func() {
-		if toolscache.WaitForCacheSync(r.ctx.Done(), inf.HasSynced) {
-			close(w.synced)
-		}
-	}()
-	r.log.V(1).Info("Watching resource type", "resource", gvr.String())
-	return w
-}
-
-// onEvent queues the Application that tracks the changed object.
-func (r *Remote) onEvent(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	if app, ok := TrackedBy(u); ok {
-		r.queue.Add(app)
-	}
-}
-
-// stripManagedFields keeps managedFields out of the watch caches: they are most of an
-// object's size and navarch reads them only with a direct GET.
-func stripManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-	}
-	return obj, nil
 }

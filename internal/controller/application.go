@@ -72,6 +72,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if client.IgnoreNotFound(err) == nil {
 			r.written.forget(req.NamespacedName)
 			r.Engine.Forget(req.NamespacedName)
+			r.Clusters.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -1,0 +1,207 @@
+package clustercache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// apiserver is what navarch keeps of one apiserver as one identity sees it: clients,
+// discovery, the REST mapper and the watches of managed objects. Clusters registered more than
+// once (a Cluster per team or per environment on one apiserver, with the same credentials)
+// share it, so each managed object is cached once and each of its events is decoded once and
+// goes to the queue of the one Remote that syncs its Application, not to every Cluster of the
+// apiserver. Remotes with different servers or credentials never share one: what a watch
+// returns depends on who asks.
+type apiserver struct {
+	key       string
+	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterface
+	cached    discovery.CachedDiscoveryInterface // shared with mapper
+	mapper    meta.ResettableRESTMapper
+	log       logr.Logger
+	ctx       context.Context // ends when the last Remote using it stops
+	cancel    context.CancelFunc
+	users     int // Remotes using it; guarded by the Cache's mutex
+
+	mu        sync.Mutex
+	informers map[schema.GroupVersionResource]*watch
+	lastReset time.Time
+	caps      *capabilities
+	// routes says which Remote queues the events of each Application's objects: the one
+	// that last queued the Application, which is the one its destination names.
+	routes map[types.NamespacedName]*Remote
+}
+
+// watch is the informer of one resource type.
+type watch struct {
+	informer toolscache.SharedIndexInformer
+	synced   chan struct{} // closed once the first list is in the cache
+}
+
+func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger) (*apiserver, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(parent)
+	cached := memory.NewMemCacheClient(disc)
+	return &apiserver{
+		key:       key,
+		dynamic:   dyn,
+		discovery: disc,
+		cached:    cached,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		log:       log.WithValues("server", cfg.Host),
+		ctx:       ctx,
+		cancel:    cancel,
+		informers: map[schema.GroupVersionResource]*watch{},
+		routes:    map[types.NamespacedName]*Remote{},
+	}, nil
+}
+
+// apiserverKey identifies what a connection sees: its server and the identity it presents.
+// A configuration with code in it (a dialer, a proxy function, a transport) cannot be
+// compared, so it gets a key of its own (unique) and is never shared.
+func apiserverKey(cfg *rest.Config, unique string) string {
+	if cfg.Dial != nil || cfg.Proxy != nil || cfg.Transport != nil || cfg.WrapTransport != nil || cfg.AuthConfigPersister != nil {
+		return "unique:" + unique
+	}
+	identity, err := json.Marshal(struct {
+		Host, APIPath, Username, Password, BearerToken, BearerTokenFile string
+		Impersonate                                                     rest.ImpersonationConfig
+		TLS                                                             rest.TLSClientConfig
+		AuthProvider, ExecProvider                                      any
+		DisableCompression                                              bool
+	}{
+		cfg.Host, cfg.APIPath, cfg.Username, cfg.Password, cfg.BearerToken, cfg.BearerTokenFile,
+		cfg.Impersonate, cfg.TLSClientConfig, cfg.AuthProvider, cfg.ExecProvider, cfg.DisableCompression,
+	})
+	if err != nil {
+		return "unique:" + unique
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(identity))
+}
+
+// route records that r queues the events of app's objects.
+func (a *apiserver) route(app types.NamespacedName, r *Remote) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.routes[app] = r
+}
+
+// unroute forgets the routes to r, which stopped.
+func (a *apiserver) unroute(r *Remote) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	maps.DeleteFunc(a.routes, func(_ types.NamespacedName, to *Remote) bool { return to == r })
+}
+
+// forget forgets the route of app, which was deleted.
+func (a *apiserver) forget(app types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.routes, app)
+}
+
+// watch returns the synced informer of gvr, starting it on first use.
+func (a *apiserver) watch(ctx context.Context, gvr schema.GroupVersionResource) (*watch, error) {
+	a.mu.Lock()
+	w, ok := a.informers[gvr]
+	if !ok {
+		w = a.startWatch(gvr)
+		a.informers[gvr] = w
+	}
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case <-w.synced:
+		return w, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the watch of %s: %w", gvr.String(), ctx.Err())
+	}
+}
+
+func (a *apiserver) startWatch(gvr schema.GroupVersionResource) *watch {
+	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
+	_ = inf.SetTransform(trimCached)
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    a.onEvent,
+		UpdateFunc: func(_, obj any) { a.onEvent(obj) },
+		DeleteFunc: a.onEvent,
+	})
+	w := &watch{informer: inf, synced: make(chan struct{})}
+	go inf.RunWithContext(a.ctx)
+	go func() {
+		if toolscache.WaitForCacheSync(a.ctx.Done(), inf.HasSynced) {
+			close(w.synced)
+		}
+	}()
+	a.log.V(1).Info("Watching resource type", "resource", gvr.String())
+	return w
+}
+
+// onEvent queues the Application that tracks the changed object on the Remote that syncs it.
+// An object whose Application no Remote has queued is not this replica's to act on (or its
+// Application is gone); once its Application is queued, that run reads the object anyway.
+func (a *apiserver) onEvent(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	app, ok := TrackedBy(u)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	r := a.routes[app]
+	a.mu.Unlock()
+	if r != nil {
+		r.queue.Add(app)
+	}
+}
+
+// trimCached keeps from the watch caches what navarch never reads there: managedFields (most
+// of an object's size; navarch reads them only with a direct GET) and kubectl's
+// last-applied-configuration (a second copy of the object, which the diff ignores).
+func trimCached(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+		if ann := u.GetAnnotations(); ann != nil {
+			if _, ok := ann[lastApplied]; ok {
+				delete(ann, lastApplied)
+				u.SetAnnotations(ann)
+			}
+		}
+	}
+	return obj, nil
+}
+
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"

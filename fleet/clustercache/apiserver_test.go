@@ -1,0 +1,164 @@
+package clustercache
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// These Remotes never reach their cluster: connecting builds clients without a request, and
+// the events are handed to the apiserver as its informers would.
+
+func kubeconfigFor(contextName, token string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: %[1]s, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: %[1]s, user: {token: %[2]s}}]
+contexts: [{name: %[1]s, context: {cluster: %[1]s, user: %[1]s}}]
+current-context: %[1]s
+`, contextName, token)
+}
+
+// trackedConfigMap is a managed object as the watch delivers it, tracked by app.
+func trackedConfigMap(app types.NamespacedName, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(app, u)})
+	return u
+}
+
+// Clusters registered with the same server and credentials share one apiserver (clients,
+// discovery, watches); an event of a managed object queues its Application only on the
+// Cluster that last queued it; a different identity on the same server gets its own; and the
+// shared watches stop with the last Cluster that uses them.
+func TestClustersOfOneServerAndIdentityShareItsWatchesAndEachEventQueuesOneCluster(t *testing.T) {
+	type run struct {
+		cluster string
+		app     types.NamespacedName
+	}
+	runs := make(chan run, 16)
+	cache := New(t.Context(), Options{
+		InCluster: &rest.Config{Host: "https://127.0.0.1:1"},
+		Workers:   1,
+		Handler: func(_ context.Context, r *Remote, app types.NamespacedName) (time.Duration, error) {
+			runs <- run{r.Name, app}
+			return 0, nil
+		},
+	})
+	connect := func(name string, kubeconfig []byte) *Remote {
+		t.Helper()
+		r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, kubeconfig)
+		if err != nil {
+			t.Fatalf("Connect %s: %v", name, err)
+		}
+		return r
+	}
+	next := func() run {
+		t.Helper()
+		select {
+		case got := <-runs:
+			return got
+		case <-time.After(5 * time.Second):
+			t.Fatal("nothing ran")
+			return run{}
+		}
+	}
+	nothingMore := func() {
+		t.Helper()
+		select {
+		case got := <-runs:
+			t.Fatalf("%s ran on %s, want nothing", got.app, got.cluster)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	// Two contexts of one cluster with one token (as `navarch cluster add --name` makes), and
+	// a third with another token.
+	teamA, teamB := connect("team-a", kubeconfigFor("a", "t0ken")), connect("team-b", kubeconfigFor("b", "t0ken"))
+	other := connect("other", kubeconfigFor("o", "another-token"))
+	if teamA.api != teamB.api {
+		t.Fatal("team-a and team-b reach one server as one identity but do not share its apiserver")
+	}
+	if other.api == teamA.api {
+		t.Fatal("other presents another token but shares team-a's apiserver")
+	}
+
+	appA := types.NamespacedName{Namespace: "apps", Name: "a"}
+	appB := types.NamespacedName{Namespace: "apps", Name: "b"}
+	teamA.Enqueue(appA)
+	teamB.Enqueue(appB)
+	for range 2 {
+		if got := next(); (got.app == appA) != (got.cluster == "team-a") {
+			t.Fatalf("%s ran on %s", got.app, got.cluster)
+		}
+	}
+
+	// An event queues its Application once, on its own Cluster.
+	teamA.api.onEvent(trackedConfigMap(appB, "b", "settings"))
+	if got := next(); got != (run{"team-b", appB}) {
+		t.Fatalf("the event of b's object ran %s on %s, want b on team-b", got.app, got.cluster)
+	}
+	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	if got := next(); got != (run{"team-a", appA}) {
+		t.Fatalf("the event of a's object ran %s on %s, want a on team-a", got.app, got.cluster)
+	}
+	nothingMore()
+
+	// An Application moved to another Cluster of the server takes its events along; an
+	// object whose Application no Cluster queued, or was deleted, queues nothing.
+	teamB.Enqueue(appA)
+	next()
+	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	if got := next(); got != (run{"team-b", appA}) {
+		t.Fatalf("after the move, a's event ran %s on %s, want a on team-b", got.app, got.cluster)
+	}
+	teamA.api.onEvent(trackedConfigMap(types.NamespacedName{Namespace: "apps", Name: "unknown"}, "x", "settings"))
+	cache.Forget(appB)
+	teamA.api.onEvent(trackedConfigMap(appB, "b", "settings"))
+	nothingMore()
+
+	// The shared watches outlive team-b and stop with team-a, the last Cluster using them.
+	api := teamA.api
+	cache.Remove("team-b")
+	if api.ctx.Err() != nil {
+		t.Fatal("removing team-b stopped the watches team-a still uses")
+	}
+	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	nothingMore() // a was team-b's, which is gone
+	cache.Remove("team-a")
+	if api.ctx.Err() == nil {
+		t.Fatal("the watches still run after the last Cluster using them was removed")
+	}
+	if other.api.ctx.Err() != nil {
+		t.Fatal("removing team-a and team-b stopped other's watches")
+	}
+	if _, shared := cache.apis[api.key]; shared {
+		t.Fatal("the cache still holds the stopped apiserver")
+	}
+}
+
+// A configuration with code in it (a proxy function) cannot be compared and is never shared.
+func TestAConfigurationWithAProxyFunctionIsNotShared(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "t"}
+	if apiserverKey(cfg, "1") != apiserverKey(rest.CopyConfig(cfg), "2") {
+		t.Error("two equal configurations have different keys")
+	}
+	proxied := rest.CopyConfig(cfg)
+	proxied.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+	if apiserverKey(proxied, "1") == apiserverKey(proxied, "2") {
+		t.Error("a configuration with a proxy function is shared")
+	}
+}
