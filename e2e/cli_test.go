@@ -764,7 +764,7 @@ func (e *cliEnv) testClusterAdd(t *testing.T) {
 	}
 	list := e.mustRun(t, "cluster", "list")
 	cliAssertTable(t, "cluster list", list, [][]string{
-		{"NAME", "SERVER", "READY", "REASON", "VERSION", "LABELS", "LAST-PROBE"},
+		{"NAME", "SERVER", "READY", "REASON", "VERSION", "LABELS", "CHANGED"},
 		{"dev-1", "https://dev-1.example.com", "-", "-", "-", "env=dev", "-"},
 	})
 	var staging []string

@@ -94,7 +94,10 @@ type ClusterStatus struct {
 	// serverVersion is the cluster's Kubernetes version, e.g. `v1.37.2`.
 	// +optional
 	ServerVersion string `json:"serverVersion,omitempty"`
-	// lastProbeTime is when the cluster was last probed.
+	// lastProbeTime is when the probe that last changed this status ran. A probe that finds
+	// the cluster as the status describes it writes nothing, so an idle fleet costs no writes;
+	// the controller's metrics navarch_cluster_probes_total and
+	// navarch_cluster_last_probe_timestamp_seconds count every probe.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 }

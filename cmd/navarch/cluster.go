@@ -110,7 +110,7 @@ func replicaOwners(ctx context.Context, c client.Reader, namespace string, stder
 // clusterListRows is the table of cluster list; owners, when replicas share the fleet, add
 // the column of the replica syncing each Cluster.
 func clusterListRows(clusters []navarchv1.Cluster, owners map[string]membership.Holder, wide bool, now time.Time, p palette) [][]string {
-	header := []string{"NAME", "SERVER", "READY", "REASON", "VERSION", "LABELS", "LAST-PROBE"}
+	header := []string{"NAME", "SERVER", "READY", "REASON", "VERSION", "LABELS", "CHANGED"}
 	if len(owners) > 0 {
 		header = append(header, "REPLICA")
 	}

@@ -73,6 +73,7 @@ the kubeconfig like kubectl.`,
 	f.DurationVar(&opts.GitPollInterval, "git-poll-interval", 3*time.Minute, "how often Applications look for new commits")
 	f.DurationVar(&opts.SelfHealBackoff, "self-heal-backoff", 2*time.Second, "how long selfHeal waits after a sync before correcting drift again")
 	f.StringVar(&opts.WebhookAddr, "webhook-bind-address", "", `address of the GitHub webhook endpoint /api/webhook, e.g. ":8090" (plain HTTP; deliveries must be signed with the secret in Secret navarch-webhook, key github.secret, of --system-namespace; see docs/webhooks.md); empty serves none`)
+	f.StringVar(&opts.PprofAddr, "pprof-bind-address", "", `address of Go's profiling endpoint /debug/pprof/ (plain HTTP, unauthenticated: bind loopback, e.g. "127.0.0.1:6060", and use kubectl port-forward); empty serves none`)
 	f.IntVar(&opts.WebhookQueueSize, "webhook-queue-size", 256, "webhook events that may wait to be handled; deliveries beyond are refused with 503")
 	f.Int64Var(&opts.WebhookMaxPayload, "webhook-max-payload-bytes", 1<<20, "largest webhook delivery accepted; larger ones are refused with 413")
 	f.BoolVar(&notifications, "notifications", true, "send the notifications configured by the ConfigMap and Secret navarch-notifications of --system-namespace (docs/notifications.md); false watches neither")

@@ -50,6 +50,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.Clusters.Remove(req.Name)
+			forgetClusterMetrics(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -60,9 +61,11 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	before := cluster.Status.DeepCopy()
 	version, err := r.probe(ctx, cluster)
 	now := metav1.Now()
-	cluster.Status.LastProbeTime = &now
+	reason := clustercache.ProbeReason(err)
+	clusterProbes.WithLabelValues(cluster.Name, reason).Inc()
+	clusterLastProbe.WithLabelValues(cluster.Name).Set(float64(now.Unix()))
 	cluster.Status.ObservedGeneration = cluster.Generation
-	cond := metav1.Condition{Type: navarchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: clustercache.ProbeReason(err),
+	cond := metav1.Condition{Type: navarchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason,
 		Message: "the API server answers", ObservedGeneration: cluster.Generation}
 	if err != nil {
 		cond.Status, cond.Message = metav1.ConditionFalse, truncate(err.Error(), 1024)
@@ -75,12 +78,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		next = min(next, 5*time.Second)
 	}
-	// The probe time alone changes at most once a probe interval, so an unchanged cluster costs
-	// one status write per interval.
-	probedOnly := before.LastProbeTime != nil && equality.Semantic.DeepEqual(withoutProbeTime(before), withoutProbeTime(&cluster.Status))
-	if probedOnly && now.Sub(before.LastProbeTime.Time) < r.ProbeInterval {
+	// A probe that finds the cluster as the status describes it writes nothing: an idle fleet
+	// costs no writes. lastProbeTime is the probe that last changed the status; the metrics
+	// count every probe.
+	if before.LastProbeTime != nil && equality.Semantic.DeepEqual(withoutProbeTime(before), withoutProbeTime(&cluster.Status)) {
 		return ctrl.Result{RequeueAfter: next}, nil
 	}
+	cluster.Status.LastProbeTime = &now
 	patch := client.MergeFrom(&navarchv1.Cluster{ObjectMeta: cluster.ObjectMeta, Status: *before})
 	if err := r.Client.Status().Patch(ctx, cluster, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update the status of Cluster %s: %w", cluster.Name, err)

@@ -30,9 +30,23 @@ var (
 		Name: "navarch_application_operations_total",
 		Help: "Finished sync operations, by phase (Succeeded, Failed).",
 	}, []string{"phase"})
+	clusterProbes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "navarch_cluster_probes_total",
+		Help: "Probes of each Cluster, by the reason they set on its Ready condition (Connected, Unreachable, Unauthorized, InvalidKubeconfig).",
+	}, []string{"cluster", "reason"})
+	clusterLastProbe = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "navarch_cluster_last_probe_timestamp_seconds",
+		Help: "When each Cluster was last probed, in seconds since the epoch. The Cluster's status is written only when a probe changes it.",
+	}, []string{"cluster"})
 )
 
+// forgetClusterMetrics drops the series of a deleted Cluster.
+func forgetClusterMetrics(cluster string) {
+	clusterProbes.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	clusterLastProbe.DeleteLabelValues(cluster)
+}
+
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, applicationsPerSet, generatorErrors, operationDuration, operationResults)
+	metrics.Registry.MustRegister(reconcileDuration, applicationsPerSet, generatorErrors, operationDuration, operationResults, clusterProbes, clusterLastProbe)
 	metrics.Registry.MustRegister(notify.Collectors()...)
 }
