@@ -337,6 +337,8 @@ func (f *fleet) measure(b *testing.B) {
 		format(diff(ctrl.mustMetrics(b).sum("navarch_cluster_reconcile_total", "result", nil), beforeMetrics.sum("navarch_cluster_reconcile_total", "result", nil))))
 
 	idle := f.measureIdle(b, ctrl)
+	ctrl.profile(b, f.artifacts, "heap", "?gc=1", "inuse_space")
+	ctrl.profile(b, f.artifacts, "profile", "?seconds=30", "cpu")
 
 	// A commit that changes every Application, and its webhook delivery.
 	commit, err := f.git.Update(repoName, "release r2", func(dir string) error {

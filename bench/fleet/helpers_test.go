@@ -42,6 +42,7 @@ type navarchProcess struct {
 	logPath    string
 	metricsURL string
 	webhookURL string
+	pprofURL   string
 	exited     chan struct{}
 	waitErr    error // set before exited is closed
 }
@@ -65,11 +66,12 @@ func buildNavarch(b *testing.B, dir string) string {
 // process is stopped, by its process group, when the benchmark ends.
 func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProcess {
 	b.Helper()
-	metricsAddr, webhookAddr := freeAddr(b), freeAddr(b)
+	metricsAddr, webhookAddr, pprofAddr := freeAddr(b), freeAddr(b), freeAddr(b)
 	p := &navarchProcess{
 		logPath:    filepath.Join(artifacts, "controller.log"),
 		metricsURL: "http://" + metricsAddr + "/metrics",
 		webhookURL: "http://" + webhookAddr + "/api/webhook",
+		pprofURL:   "http://" + pprofAddr + "/debug/pprof/",
 		exited:     make(chan struct{}),
 	}
 	logFile, err := os.Create(p.logPath)
@@ -80,6 +82,7 @@ func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProce
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address", "0",
 		"--webhook-bind-address", webhookAddr,
+		"--pprof-bind-address", pprofAddr,
 		"--git-cache-dir", filepath.Join(artifacts, "git-cache"))
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = controllerProcAttr()
@@ -202,6 +205,35 @@ func (p *navarchProcess) metrics() (metricSet, error) {
 		return nil, fmt.Errorf("GET %s: %s", p.metricsURL, resp.Status)
 	}
 	return parseMetrics(resp.Body)
+}
+
+// profile saves the controller's profile name (heap, or profile for CPU, with query) into
+// dir and logs its top entries (go tool pprof -top), so that a run says where memory and CPU
+// go; NAVARCH_BENCH_KEEP=1 keeps the file for a closer look.
+func (p *navarchProcess) profile(b *testing.B, dir, name, query, sampleIndex string) {
+	b.Helper()
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get(p.pprofURL + name + query)
+	if err != nil {
+		b.Logf("profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(dir, name+".pprof")
+	out, err := os.Create(path)
+	if err == nil {
+		_, err = io.Copy(out, resp.Body)
+		err = errors.Join(err, out.Close())
+	}
+	if err != nil {
+		b.Logf("profile %s: %v", name, err)
+		return
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", "-sample_index="+sampleIndex, path).CombinedOutput()
+	if err != nil {
+		b.Logf("go tool pprof %s: %v\n%s", path, err, top)
+		return
+	}
+	b.Logf("controller %s profile (%s), top entries:\n%s", name, path, top)
 }
 
 // mustMetrics is metrics, failing the benchmark on an error.

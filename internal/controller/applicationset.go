@@ -165,9 +165,12 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		writeErrs[name] = err
 	}
 	if errs := len(writeErrs) + len(exp.Problems); errs > 0 || done.created+done.updated+done.deleted > 0 || p.held > 0 || p.deferred > 0 {
-		log.Info("Applied ApplicationSet", "applicationSet", klog.KObj(set),
-			"created", done.created, "updated", done.updated, "deleted", done.deleted,
-			"errors", errs, "heldDeletions", p.held, "deferredDeletions", p.deferred)
+		kv := []any{"applicationSet", klog.KObj(set), "created", done.created, "updated", done.updated, "deleted", done.deleted,
+			"errors", errs, "heldDeletions", p.held, "deferredDeletions", p.deferred}
+		if first := firstProblem(writeErrs, exp.Problems); first != "" {
+			kv = append(kv, "firstError", first) // the others are in the status
+		}
+		log.Info("Applied ApplicationSet", kv...)
 	}
 	if p.heldBy == holdNone {
 		// Used, or not needed: a stale confirmation must not approve a later deletion. A held
@@ -545,6 +548,22 @@ func (r *ApplicationSetReconciler) writeAll(ctx context.Context, p *plan, writes
 			out.deleted++
 		}
 	}
+}
+
+// firstProblem is the message of the first failed write or generation problem, by name.
+func firstProblem(writeErrs map[string]error, problems []appset.Problem) string {
+	first, msg := "", ""
+	for name, err := range writeErrs {
+		if msg == "" || name < first {
+			first, msg = name, err.Error()
+		}
+	}
+	for _, pr := range problems {
+		if msg == "" || pr.Name < first {
+			first, msg = pr.Name, fmt.Sprintf("%s: %v", pr.Name, pr.Err)
+		}
+	}
+	return msg
 }
 
 // summarise sets the conditions and the Application list of the status.

@@ -55,6 +55,9 @@ type Options struct {
 	// ProbeAddr serves /healthz and /readyz; "0" disables. Default "127.0.0.1:8081"; in a
 	// Pod, bind the Pod's IP, which the kubelet probes.
 	ProbeAddr string
+	// PprofAddr serves Go's profiles (/debug/pprof/) over plain HTTP without authentication;
+	// empty or "0" serves none. Bind it to loopback and reach it with kubectl port-forward.
+	PprofAddr string
 	// LeaderElection makes only one replica active at a time.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease; default SystemNamespace.
@@ -201,6 +204,7 @@ func Run(ctx context.Context, opts Options) error {
 		Cache:                         cacheOpts,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              "navarch-controller",
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
