@@ -18,7 +18,9 @@ type ownWrites[T client.Object] struct {
 
 // store records obj as written.
 func (w *ownWrites[T]) store(obj T) {
-	w.m.Store(client.ObjectKeyFromObject(obj), obj.DeepCopyObject())
+	c := obj.DeepCopyObject().(T)
+	c.SetManagedFields(nil) // as in the cache, which strips them
+	w.m.Store(client.ObjectKeyFromObject(obj), c)
 }
 
 // forget drops what is known of a deleted object.
@@ -31,8 +33,14 @@ func (w *ownWrites[T]) latest(cached T) T {
 		return cached
 	}
 	mine := last.(T)
-	if cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), mine.GetResourceVersion()); err == nil && cmp < 0 {
+	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), mine.GetResourceVersion())
+	if err == nil && cmp < 0 {
 		return mine.DeepCopyObject().(T)
+	}
+	if err == nil {
+		// The cache has caught up: the copy is no longer needed (unless a newer write replaced
+		// it meanwhile). An idle fleet thus keeps one copy of each object, the cache's.
+		w.m.CompareAndDelete(client.ObjectKeyFromObject(cached), last)
 	}
 	return cached
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // A pass must start from its own last write when the cache lags behind it, and from the cache
-// once the cache has caught up or moved past it (a user's edit).
+// once the cache has caught up or moved past it (a user's edit); the copy is dropped then.
 func TestOwnWritesPreferTheNewerCopy(t *testing.T) {
 	set := func(rv, phrase string) *navarchv1.ApplicationSet {
 		s := &navarchv1.ApplicationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: rv}}
@@ -31,6 +31,10 @@ func TestOwnWritesPreferTheNewerCopy(t *testing.T) {
 			t.Errorf("cache at resourceVersion %s, write at 7: latest is the %s copy, want the %s one", tt.rv, got.Status.Conditions[0].Message, tt.want)
 		}
 	}
+	if _, kept := w.m.Load(types.NamespacedName{Namespace: "ns", Name: "s"}); kept {
+		t.Error("the copy of the write is kept after the cache caught up with it")
+	}
+	w.store(set("11", "written"))
 	w.forget(types.NamespacedName{Namespace: "ns", Name: "s"})
 	if got := w.latest(set("6", "cached")); got.Status.Conditions[0].Message != "cached" {
 		t.Errorf("after forget, latest returned the %s copy", got.Status.Conditions[0].Message)
