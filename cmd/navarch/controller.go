@@ -38,6 +38,7 @@ the kubeconfig like kubectl.`,
 			}
 			logger := zap.New(zap.UseFlagOptions(&zapOp))
 			ctrl.SetLogger(logger)
+			setMemoryLimit(logger, cgroupMemoryMax)
 			opts.Config, opts.Logger = cfg, logger
 			opts.MetricsInsecure = !metricsSecure
 			opts.DisableNotifications = !notifications
