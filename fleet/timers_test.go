@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,5 +134,95 @@ func TestAnOperationIsNeverSeenNextToItsRequest(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// quietPasses returns navarch_quiet_passes_total for cluster.
+func quietPasses(t *testing.T, cluster string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, m := range metric(t, "navarch_quiet_passes_total", map[string]string{"cluster": cluster}) {
+		total += m.GetCounter().GetValue()
+	}
+	return total
+}
+
+// The passes an idle Application's poll timer asks for compare nothing when nothing changed
+// (no dry run, no write), yet a hand edit is still reverted at once and a new commit is still
+// synced at the next poll. The controller polls every 5 seconds here, so that the test sees
+// several polls; what it checks does not depend on the interval.
+func TestIdlePollPassesAreQuietButMissNothing(t *testing.T) {
+	controllerOptions.GitPollInterval = 5 * time.Second
+	restartController(t)
+	t.Cleanup(func() {
+		controllerOptions.GitPollInterval = 0
+		restartController(t)
+	})
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	target := ns + "-quiet"
+	// A Cluster of its own (on west's apiserver), so that the counts are this test's alone.
+	registerStages(t, ns, stage{"quiet", "dev", "west"})
+	cluster := ns + "-quiet"
+	repo(t, map[string]string{"cm/settings.yaml": configMap("settings", "one")})
+	app := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: quiet}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: cm}
+  destination: {name: %s, namespace: %s}
+  syncPolicy:
+    automated: {selfHeal: true}
+    syncOptions: [CreateNamespace=true]
+`, git.RepoURL(testenv.Name(t)), cluster, target))
+	waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+
+	// Polls go by: quiet passes, and neither a dry run nor a status write.
+	settled := &navarchv1.Application{}
+	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), settled); err != nil {
+		t.Fatal(err)
+	}
+	quiet, dryRuns := quietPasses(t, cluster), dryRunCount(t, cluster)
+	testenv.Eventually(t, "two more quiet passes", func() string {
+		if got := quietPasses(t, cluster); got < quiet+2 {
+			return fmt.Sprintf("navarch_quiet_passes_total of the Cluster went from %v to %v", quiet, got)
+		}
+		return ""
+	})
+	if got := dryRunCount(t, cluster); got != dryRuns {
+		t.Errorf("%v dry runs while nothing changed", got-dryRuns)
+	}
+	now := &navarchv1.Application{}
+	if err := mgmt.Get(ctx, client.ObjectKeyFromObject(app), now); err != nil {
+		t.Fatal(err)
+	}
+	if now.ResourceVersion != settled.ResourceVersion {
+		t.Errorf("the Application was written while nothing changed (resourceVersion %s → %s)", settled.ResourceVersion, now.ResourceVersion)
+	}
+
+	// A hand edit is an event: selfHeal reverts it.
+	west := workloads["west"].Client
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: target, Name: "settings"}
+	if err := west.Get(ctx, key, cm); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Update(t, west, cm, func(c *corev1.ConfigMap) { c.Data["greeting"] = "by hand" })
+	testenv.Eventually(t, "selfHeal reverts the hand edit", func() string {
+		if err := west.Get(ctx, key, cm); err != nil {
+			return err.Error()
+		}
+		if g := cm.Data["greeting"]; g != "one" {
+			return "greeting is " + g
+		}
+		return ""
+	})
+
+	// A new commit, with no webhook nor refresh, is synced at the next poll.
+	commit := push(t, "two", map[string]string{"cm/settings.yaml": configMap("settings", "two")})
+	waitForApp(t, app, "Synced and Healthy at the new commit", func(a *navarchv1.Application) bool {
+		return syncedAndHealthy(a) && a.Status.Sync.Revision == commit
+	})
+	if err := west.Get(ctx, key, cm); err != nil || cm.Data["greeting"] != "two" {
+		t.Errorf("after the new commit the ConfigMap is %v (%v), want greeting two", cm.Data, err)
 	}
 }

@@ -291,7 +291,9 @@ func (f *fleet) measure(b *testing.B) {
 	perCluster := f.cfg.apps / f.cfg.clusters
 
 	// The reference, before the controller runs.
+	bareCPU := f.clusterCPU(b)
 	bare := f.bareApply(b, perCluster)
+	bareCPU.since(b, f, "bare")
 	b.Logf("bare: created %d namespaces and server-side applied %d objects on %d apiservers in %.1f s",
 		f.cfg.apps, 3*f.cfg.apps, len(f.workloads), bare.Seconds())
 
@@ -314,10 +316,19 @@ func (f *fleet) measure(b *testing.B) {
 	// navarch: the ApplicationSet, until every Application is Synced and Healthy.
 	set := f.applicationSet(b, perCluster)
 	before, beforeMetrics := ctrl.sample(b), ctrl.mustMetrics(b)
+	syncCPU := f.clusterCPU(b)
 	start := time.Now()
 	if err := f.c.Create(ctx, set); err != nil {
 		b.Fatal(err)
 	}
+	// Where the controller's CPU goes during the sync: a profile of its first minute (or
+	// less on a small fleet), logged once the sync is over.
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		seconds := min(60, max(5, f.cfg.apps/100))
+		ctrl.profile(b, f.artifacts, "sync-cpu.pprof", "profile", fmt.Sprintf("?seconds=%d", seconds), "cpu")
+	}()
 	var created time.Duration
 	waitFor(b, 45*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d Applications Synced and Healthy", f.cfg.apps), func() bool {
 		ctrl.mustRun(b)
@@ -329,6 +340,8 @@ func (f *fleet) measure(b *testing.B) {
 	}, func() string { return tr.summary(f.commit) })
 	took := time.Since(start)
 	after := ctrl.sample(b)
+	syncCPU.since(b, f, "navarch")
+	<-profiled
 	b.Logf("navarch: the ApplicationSet's %d Applications all existed after %.1f s and were all Synced and Healthy after %.1f s; "+
 		"the controller used %.1f s of CPU meanwhile (RSS %d MB, peak %d MB)",
 		f.cfg.apps, created.Seconds(), took.Seconds(), (after.cpu - before.cpu).Seconds(), after.rssKB>>10, after.hwmKB>>10)
@@ -337,8 +350,8 @@ func (f *fleet) measure(b *testing.B) {
 		format(diff(ctrl.mustMetrics(b).sum("navarch_cluster_reconcile_total", "result", nil), beforeMetrics.sum("navarch_cluster_reconcile_total", "result", nil))))
 
 	idle := f.measureIdle(b, ctrl)
-	ctrl.profile(b, f.artifacts, "heap", "?gc=1", "inuse_space")
-	ctrl.profile(b, f.artifacts, "profile", "?seconds=30", "cpu")
+	ctrl.profile(b, f.artifacts, "idle-heap.pprof", "heap", "?gc=1", "inuse_space")
+	ctrl.profile(b, f.artifacts, "idle-cpu.pprof", "profile", "?seconds=30", "cpu")
 
 	// A commit that changes every Application, and its webhook delivery.
 	commit, err := f.git.Update(repoName, "release r2", func(dir string) error {

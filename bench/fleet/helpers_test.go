@@ -134,6 +134,57 @@ func (p *navarchProcess) stop() {
 	}
 }
 
+// cpuTimes returns the CPU time of process pid (utime+stime) and of its waited-for children
+// (cutime+cstime).
+func cpuTimes(b *testing.B, pid int) (own, children time.Duration) {
+	b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may contain spaces:
+	// state (field 3), ..., utime (14), stime (15), cutime (16), cstime (17).
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	tick := func(i int) time.Duration {
+		n, err := strconv.ParseInt(fields[i-3], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat field %d: %v", pid, i, err)
+		}
+		return time.Duration(n) * clockTick
+	}
+	return tick(14) + tick(15), tick(16) + tick(17)
+}
+
+// clusterCPU is the CPU time used so far by the processes (apiserver, etcd, controllers) of
+// the management cluster and of all workload clusters together.
+type clusterCPU struct{ management, workloads time.Duration }
+
+func (f *fleet) clusterCPU(b *testing.B) clusterCPU {
+	b.Helper()
+	sum := func(c *localcluster.Cluster) time.Duration {
+		var total time.Duration
+		for _, pid := range c.PIDs() {
+			own, _ := cpuTimes(b, pid)
+			total += own
+		}
+		return total
+	}
+	out := clusterCPU{management: sum(f.mgmt)}
+	for _, w := range f.workloads {
+		out.workloads += sum(w)
+	}
+	return out
+}
+
+// since logs the CPU the clusters used since c, for the phase named what.
+func (c clusterCPU) since(b *testing.B, f *fleet, what string) {
+	b.Helper()
+	now := f.clusterCPU(b)
+	b.Logf("%s: the clusters' processes used %.0f s of CPU: the management cluster %.0f s, the workload clusters %.0f s",
+		what, (now.management + now.workloads - c.management - c.workloads).Seconds(),
+		(now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds())
+}
+
 // procSample is what /proc says about the controller process at one moment.
 type procSample struct {
 	at time.Time
@@ -155,21 +206,7 @@ func (p *navarchProcess) sample(b *testing.B) procSample {
 	p.mustRun(b)
 	pid := p.cmd.Process.Pid
 	s := procSample{at: time.Now()}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command name, which is in parentheses and may contain spaces:
-	// state (field 3), ..., utime (14), stime (15), cutime (16), cstime (17).
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	tick := func(i int) time.Duration {
-		n, err := strconv.ParseInt(fields[i-3], 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/%d/stat field %d: %v", pid, i, err)
-		}
-		return time.Duration(n) * clockTick
-	}
-	s.cpu, s.children = tick(14)+tick(15), tick(16)+tick(17)
+	s.cpu, s.children = cpuTimes(b, pid)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
@@ -208,17 +245,17 @@ func (p *navarchProcess) metrics() (metricSet, error) {
 }
 
 // profile saves the controller's profile name (heap, or profile for CPU, with query) into
-// dir and logs its top entries (go tool pprof -top), so that a run says where memory and CPU
-// go; NAVARCH_BENCH_KEEP=1 keeps the file for a closer look.
-func (p *navarchProcess) profile(b *testing.B, dir, name, query, sampleIndex string) {
+// dir/file and logs its top entries (go tool pprof -top), so that a run says where memory and
+// CPU go; NAVARCH_BENCH_KEEP=1 keeps the file for a closer look.
+func (p *navarchProcess) profile(b *testing.B, dir, file, name, query, sampleIndex string) {
 	b.Helper()
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get(p.pprofURL + name + query)
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Get(p.pprofURL + name + query)
 	if err != nil {
 		b.Logf("profile %s: %v", name, err)
 		return
 	}
 	defer resp.Body.Close()
-	path := filepath.Join(dir, name+".pprof")
+	path := filepath.Join(dir, file)
 	out, err := os.Create(path)
 	if err == nil {
 		_, err = io.Copy(out, resp.Body)
@@ -233,7 +270,7 @@ func (p *navarchProcess) profile(b *testing.B, dir, name, query, sampleIndex str
 		b.Logf("go tool pprof %s: %v\n%s", path, err, top)
 		return
 	}
-	b.Logf("controller %s profile (%s), top entries:\n%s", name, path, top)
+	b.Logf("controller profile %s, top entries:\n%s", path, top)
 }
 
 // mustMetrics is metrics, failing the benchmark on an error.

@@ -49,6 +49,9 @@ type apiserver struct {
 	// routes says which Remote queues the events of each Application's objects: the one
 	// that last queued the Application, which is the one its destination names.
 	routes map[types.NamespacedName]*Remote
+	// asked counts, per Application, the events of its objects and the times it was queued
+	// from outside its workers (see Remote.Asked).
+	asked map[types.NamespacedName]uint64
 }
 
 // watch is the informer of one resource type.
@@ -79,6 +82,7 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 		cancel:    cancel,
 		informers: map[schema.GroupVersionResource]*watch{},
 		routes:    map[types.NamespacedName]*Remote{},
+		asked:     map[types.NamespacedName]uint64{},
 	}, nil
 }
 
@@ -110,6 +114,7 @@ func (a *apiserver) route(app types.NamespacedName, r *Remote) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.routes[app] = r
+	a.asked[app]++
 }
 
 // unroute forgets the routes to r, which stopped.
@@ -124,6 +129,7 @@ func (a *apiserver) forget(app types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.routes, app)
+	delete(a.asked, app)
 }
 
 // watch returns the synced informer of gvr, starting it on first use.
@@ -182,6 +188,9 @@ func (a *apiserver) onEvent(obj any) {
 	}
 	a.mu.Lock()
 	r := a.routes[app]
+	if r != nil {
+		a.asked[app]++
+	}
 	a.mu.Unlock()
 	if r != nil {
 		r.queue.Add(app)

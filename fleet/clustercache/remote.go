@@ -90,6 +90,15 @@ func (r *Remote) Enqueue(app types.NamespacedName) {
 	r.queue.Add(app)
 }
 
+// Asked counts the reasons to look at app again that came from outside its own timers: the
+// events of its objects on this cluster's apiserver and the times it was queued (Enqueue). A
+// pass whose count is unchanged since an earlier one was asked for by nothing but its timer.
+func (r *Remote) Asked(app types.NamespacedName) uint64 {
+	r.api.mu.Lock()
+	defer r.api.mu.Unlock()
+	return r.api.asked[app]
+}
+
 // work runs queued Applications through h until the Remote stops.
 func (r *Remote) work(h Handler) {
 	for {

@@ -58,6 +58,7 @@ type Engine struct {
 	opts      Options
 	dryRuns   dryRunCache
 	takeovers takeovers
+	quiet     quietPasses
 }
 
 // New returns an Engine.
@@ -86,6 +87,9 @@ type Result struct {
 	// with the cleared request, before the status; removals acknowledge what the status
 	// records (a termination, a prune confirmation) and are written after it.
 	Annotations map[string]string
+	// Quiet says the pass compared nothing and changed nothing: the Application, its commit
+	// and its objects are as an earlier pass that had nothing to do left them (see quiet.go).
+	Quiet bool
 }
 
 const (
@@ -109,6 +113,8 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	st := &app.Status
 	st.ReconciledAt = &now
 	res := Result{}
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	pass := quietPass{uid: app.UID, resourceVersion: app.ResourceVersion, remote: dest, asked: dest.Asked(key)}
 
 	pol, err := e.policyOf(ctx, app, remote)
 	if err != nil {
@@ -130,6 +136,14 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
 	}
 	res.RequeueAfter = manifests.NextPoll
+	pass.commit = manifests.Commit
+	if pol != nil {
+		pass.policy = pol.Policy
+	}
+	if !refresh && e.quiet.same(key, pass) {
+		quietPassCount.WithLabelValues(dest.Name).Inc()
+		return Result{RequeueAfter: manifests.NextPoll, Quiet: true}, nil
+	}
 	opts := e.syncOptions(app)
 	desired, hooks, err := e.prepare(app, remote, manifests.Objects, opts)
 	if err != nil {
@@ -220,6 +234,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		}
 	}
 	setReady(app)
+	e.quiet.set(key, pass, !refresh && quiet(app, cmp, res, gate, manifests.NextPoll))
 	return res, nil
 }
 

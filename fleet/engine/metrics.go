@@ -12,4 +12,11 @@ var dryRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Server-side apply dry runs sent to destination clusters, by cluster.",
 }, []string{"cluster"})
 
-func init() { metrics.Registry.MustRegister(dryRuns) }
+// quietPassCount counts the passes that found an Application as a pass with nothing to do left it
+// and compared nothing (quiet.go): most of an idle fleet's passes.
+var quietPassCount = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "navarch_quiet_passes_total",
+	Help: "Application passes that found nothing changed since a pass with nothing to do and compared nothing, by cluster.",
+}, []string{"cluster"})
+
+func init() { metrics.Registry.MustRegister(dryRuns, quietPassCount) }

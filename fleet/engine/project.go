@@ -287,4 +287,5 @@ func (e *Engine) recordTakeovers(app *navarchv1.Application, c *comparison, requ
 // Applications it was refused, whose owners are requeued to clear their warning.
 func (e *Engine) Forget(app types.NamespacedName) {
 	e.takeovers.set(app, nil, nil)
+	e.quiet.set(app, quietPass{}, false)
 }

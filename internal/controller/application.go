@@ -185,6 +185,9 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	before := app.Status.DeepCopy()
 	_, refresh := app.Annotations[navarchv1.AnnotationRefresh]
 	res, err := r.Engine.Reconcile(ctx, app, remote, refresh)
+	if err == nil && res.Quiet {
+		return res.RequeueAfter, nil // nothing changed, nothing to write
+	}
 	app.Status.ObservedGeneration = app.Generation
 
 	// The writes go in this order (docs/sync-waves-and-hooks.md, "Requesting one"): first the
