@@ -29,13 +29,14 @@ current-context: %[1]s
 `, contextName, token)
 }
 
-// trackedConfigMap is a managed object as the watch delivers it, tracked by app.
-func trackedConfigMap(app types.NamespacedName, ns, name string) *unstructured.Unstructured {
+// trackedConfigMap is a managed object as the watch delivers it: ConfigMap ns/settings,
+// tracked by app.
+func trackedConfigMap(app types.NamespacedName, ns string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")
 	u.SetNamespace(ns)
-	u.SetName(name)
+	u.SetName("settings")
 	u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(app, u)})
 	return u
 }
@@ -107,11 +108,11 @@ func TestClustersOfOneServerAndIdentityShareItsWatchesAndEachEventQueuesOneClust
 	}
 
 	// An event queues its Application once, on its own Cluster.
-	teamA.api.onEvent(trackedConfigMap(appB, "b", "settings"))
+	teamA.api.onEvent(trackedConfigMap(appB, "b"))
 	if got := next(); got != (run{"team-b", appB}) {
 		t.Fatalf("the event of b's object ran %s on %s, want b on team-b", got.app, got.cluster)
 	}
-	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	teamA.api.onEvent(trackedConfigMap(appA, "a"))
 	if got := next(); got != (run{"team-a", appA}) {
 		t.Fatalf("the event of a's object ran %s on %s, want a on team-a", got.app, got.cluster)
 	}
@@ -121,13 +122,13 @@ func TestClustersOfOneServerAndIdentityShareItsWatchesAndEachEventQueuesOneClust
 	// object whose Application no Cluster queued, or was deleted, queues nothing.
 	teamB.Enqueue(appA)
 	next()
-	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	teamA.api.onEvent(trackedConfigMap(appA, "a"))
 	if got := next(); got != (run{"team-b", appA}) {
 		t.Fatalf("after the move, a's event ran %s on %s, want a on team-b", got.app, got.cluster)
 	}
-	teamA.api.onEvent(trackedConfigMap(types.NamespacedName{Namespace: "apps", Name: "unknown"}, "x", "settings"))
+	teamA.api.onEvent(trackedConfigMap(types.NamespacedName{Namespace: "apps", Name: "unknown"}, "x"))
 	cache.Forget(appB)
-	teamA.api.onEvent(trackedConfigMap(appB, "b", "settings"))
+	teamA.api.onEvent(trackedConfigMap(appB, "b"))
 	nothingMore()
 
 	// The shared watches outlive team-b and stop with team-a, the last Cluster using them.
@@ -136,7 +137,7 @@ func TestClustersOfOneServerAndIdentityShareItsWatchesAndEachEventQueuesOneClust
 	if api.ctx.Err() != nil {
 		t.Fatal("removing team-b stopped the watches team-a still uses")
 	}
-	teamA.api.onEvent(trackedConfigMap(appA, "a", "settings"))
+	teamA.api.onEvent(trackedConfigMap(appA, "a"))
 	nothingMore() // a was team-b's, which is gone
 	cache.Remove("team-a")
 	if api.ctx.Err() == nil {
