@@ -90,6 +90,8 @@ type Result struct {
 	// Quiet says the pass compared nothing and changed nothing: the Application, its commit
 	// and its objects are as an earlier pass that had nothing to do left them (see quiet.go).
 	Quiet bool
+
+	settled *quietPass // a pass with nothing to do, for Settled once its status is written
 }
 
 const (
@@ -234,7 +236,9 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		}
 	}
 	setReady(app)
-	e.quiet.set(key, pass, !refresh && quiet(app, cmp, res, gate, manifests.NextPoll))
+	if !refresh && quiet(app, cmp, res, gate, manifests.NextPoll) {
+		res.settled = &pass
+	}
 	return res, nil
 }
 

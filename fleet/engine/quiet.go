@@ -19,6 +19,16 @@ import (
 // Anything else (an event, a refresh, a webhook, a Cluster or Project change, a new commit)
 // makes a full pass.
 
+// Settled tells the engine that the caller wrote what the pass that returned res produced
+// (or that there was nothing to write): if that pass had nothing to do, the passes its timer
+// asks for may now be quiet. Until then they compare again, so that a status write that
+// failed is made again.
+func (e *Engine) Settled(app types.NamespacedName, res Result) {
+	if res.settled != nil {
+		e.quiet.set(app, *res.settled, true)
+	}
+}
+
 // quietPass is what a pass saw before comparing.
 type quietPass struct {
 	uid             types.UID

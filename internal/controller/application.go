@@ -242,6 +242,7 @@ func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercach
 	if err := patchApp(func(a *navarchv1.Application) bool { return setAnnotations(a, true) }); err != nil {
 		return 0, err
 	}
+	r.Engine.Settled(key, res)
 	return res.RequeueAfter, nil
 }
 
