@@ -78,7 +78,9 @@
           }
           var next = doc.getElementById("live");
           var current = document.getElementById("live");
-          if (next && current) {
+          // Unchanged, the live part stays in place: replacing it would detach the button
+          // the user is clicking (the stream's first connection refreshes every page).
+          if (next && current && current.innerHTML !== next.innerHTML) {
             current.innerHTML = next.innerHTML;
           }
         })
