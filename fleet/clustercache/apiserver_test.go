@@ -2,6 +2,7 @@ package clustercache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,16 +30,20 @@ current-context: %[1]s
 `, contextName, token)
 }
 
-// trackedConfigMap is a managed object as the watch delivers it: ConfigMap ns/settings,
-// tracked by app.
-func trackedConfigMap(app types.NamespacedName, ns string) *unstructured.Unstructured {
+// trackedConfigMap is a managed object as the watch hands it to its handlers: ConfigMap
+// ns/settings, tracked by app, through the caches' transform.
+func trackedConfigMap(app types.NamespacedName, ns string) any {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")
 	u.SetNamespace(ns)
 	u.SetName("settings")
 	u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(app, u)})
-	return u
+	o, err := compactCached(u)
+	if err != nil {
+		panic(err)
+	}
+	return o
 }
 
 // Clusters registered with the same server and credentials share one apiserver (clients,
@@ -161,5 +166,45 @@ func TestAConfigurationWithAProxyFunctionIsNotShared(t *testing.T) {
 	proxied.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	if apiserverKey(proxied, "1") == apiserverKey(proxied, "2") {
 		t.Error("a configuration with a proxy function is shared")
+	}
+}
+
+// Connecting again with the bytes a Remote was built from keeps it (a probe of an unchanged
+// Cluster); a new server override or a new kubeconfig replaces it, and a kubeconfig that no
+// longer parses is reported rather than kept.
+func TestConnectKeepsTheRemoteOfUnchangedBytesAndReplacesAChangedOne(t *testing.T) {
+	cache := New(t.Context(), Options{Workers: 1, Handler: func(context.Context, *Remote, types.NamespacedName) (time.Duration, error) { return 0, nil }})
+	cluster := &navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}}
+	connect := func(kubeconfig []byte) *Remote {
+		t.Helper()
+		r, err := cache.Connect(cluster, kubeconfig)
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		return r
+	}
+	first := connect(kubeconfigFor("east", "t0ken"))
+	if again := connect(kubeconfigFor("east", "t0ken")); again != first {
+		t.Fatal("connecting with unchanged bytes replaced the Remote")
+	}
+	if first.ctx.Err() != nil {
+		t.Fatal("connecting with unchanged bytes stopped the Remote")
+	}
+
+	cluster.Spec.Server = "https://127.0.0.1:2"
+	moved := connect(kubeconfigFor("east", "t0ken"))
+	if moved == first || moved.Config.Host != "https://127.0.0.1:2" {
+		t.Fatalf("a new spec.server kept the Remote of %s", moved.Config.Host)
+	}
+	if first.ctx.Err() == nil {
+		t.Fatal("the replaced Remote still runs")
+	}
+	rotated := connect(kubeconfigFor("east", "n3w-token"))
+	if rotated == moved || rotated.Config.BearerToken != "n3w-token" {
+		t.Fatal("a rotated token kept the old Remote")
+	}
+	var cfgErr *ConfigError
+	if _, err := cache.Connect(cluster, []byte("clusters: [")); !errors.As(err, &cfgErr) {
+		t.Fatalf("a kubeconfig that does not parse: got %v, want a ConfigError", err)
 	}
 }

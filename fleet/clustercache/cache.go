@@ -103,12 +103,11 @@ func New(ctx context.Context, opts Options) *Cache {
 // Connect makes sure the cache has a Remote for cluster built from kubeconfig (nil for an
 // in-cluster Cluster) and returns it. A Remote whose configuration is unchanged is kept, with
 // its watches and queue; a changed one is replaced.
+//
+// The configuration is compared as the bytes it is built from, before any parsing: a probe
+// of an unchanged Cluster, every 30 seconds for every Cluster, costs a hash and no more.
 func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote, error) {
-	cfg, err := c.config(cluster, kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	fingerprint := fmt.Sprintf("%x", sha256.Sum256(append([]byte(cfg.Host+"\x00"), kubeconfig...)))
+	fingerprint := connectionFingerprint(cluster, kubeconfig)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,6 +119,10 @@ func (c *Cache) Connect(cluster *navarchv1.Cluster, kubeconfig []byte) (*Remote,
 	old, ok := c.remotes[cluster.Name]
 	if ok && old.fingerprint == fingerprint {
 		return old, nil
+	}
+	cfg, err := c.config(cluster, kubeconfig)
+	if err != nil {
+		return nil, err
 	}
 	api, err := c.apiserverLocked(cfg, fingerprint)
 	if err != nil {
@@ -238,6 +241,15 @@ func (c *Cache) Names() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Sorted(maps.Keys(c.remotes))
+}
+
+// connectionFingerprint identifies what a Remote is built from: the Cluster's server override,
+// whether it is the in-cluster one, and its kubeconfig.
+func connectionFingerprint(cluster *navarchv1.Cluster, kubeconfig []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%t\x00", cluster.Spec.Server, cluster.Spec.InCluster || kubeconfig == nil)
+	h.Write(kubeconfig)
+	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // config builds the REST config of a cluster.
