@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -152,9 +153,11 @@ func (a *apiserver) watch(ctx context.Context, gvr schema.GroupVersionResource) 
 }
 
 func (a *apiserver) startWatch(gvr schema.GroupVersionResource) *watch {
-	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+	// No indexes: objects are only ever read by key, and a namespace index of 10,000
+	// single-object namespaces costs more than the objects' names.
+	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
-	_ = inf.SetTransform(trimCached)
+	_ = inf.SetTransform(compactCached)
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    a.onEvent,
 		UpdateFunc: func(_, obj any) { a.onEvent(obj) },
@@ -178,39 +181,73 @@ func (a *apiserver) onEvent(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	app, ok := TrackedBy(u)
-	if !ok {
+	o, ok := obj.(*cachedObject)
+	if !ok || !o.tracked {
 		return
 	}
 	a.mu.Lock()
-	r := a.routes[app]
+	r := a.routes[o.app]
 	if r != nil {
-		a.asked[app]++
+		a.asked[o.app]++
 	}
 	a.mu.Unlock()
 	if r != nil {
-		r.queue.Add(app)
+		r.queue.Add(o.app)
 	}
 }
 
-// trimCached keeps from the watch caches what navarch never reads there: managedFields (most
-// of an object's size; navarch reads them only with a direct GET) and kubectl's
-// last-applied-configuration (a second copy of the object, which the diff ignores).
-func trimCached(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-		if ann := u.GetAnnotations(); ann != nil {
-			if _, ok := ann[lastApplied]; ok {
-				delete(ann, lastApplied)
-				u.SetAnnotations(ann)
-			}
+// cachedObject is a managed object as the watch caches keep it: what finds and routes it
+// (its name, namespace, resourceVersion and the Application that tracks it) decoded, and the
+// rest as JSON. Decoded into maps, an object takes two to three times the memory, all of it
+// pointers the garbage collector scans; the JSON is one pointer-free block. Live decodes it
+// again on each read, which costs microseconds and hands every caller its own copy.
+type cachedObject struct {
+	name, namespace, resourceVersion string
+	app                              types.NamespacedName
+	tracked                          bool
+	raw                              []byte
+}
+
+// GetObjectMeta gives the informer's key function and its update check what they read.
+func (o *cachedObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
+}
+
+// object decodes the cached object.
+func (o *cachedObject) object() (*unstructured.Unstructured, error) {
+	var m map[string]any
+	if err := utiljson.Unmarshal(o.raw, &m); err != nil {
+		return nil, fmt.Errorf("decode the cached %s/%s: %w", o.namespace, o.name, err)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// compactCached is the watch caches' transform. It drops what navarch never reads there:
+// managedFields (most of an object's size; navarch reads them only with a direct GET) and
+// kubectl's last-applied-configuration (a second copy of the object, which the diff
+// ignores), and keeps the rest as a cachedObject. An object it already compacted passes
+// through unchanged.
+func compactCached(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann[lastApplied]; ok {
+			delete(ann, lastApplied)
+			u.SetAnnotations(ann)
 		}
 	}
-	return obj, nil
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	app, tracked := TrackedBy(u)
+	return &cachedObject{
+		name: u.GetName(), namespace: u.GetNamespace(), resourceVersion: u.GetResourceVersion(),
+		app: app, tracked: tracked, raw: raw,
+	}, nil
 }
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"

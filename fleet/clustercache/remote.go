@@ -227,7 +227,7 @@ func (r *Remote) Resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterf
 
 // Live returns the managed object of mapping named ns/name from the watch cache, starting
 // the watch of its resource type on first use. A nil object means the cache has no managed
-// object by that name (it may still exist unmanaged). Callers must not modify the result.
+// object by that name (it may still exist unmanaged). Each call decodes a copy of its own.
 func (r *Remote) Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
 	w, err := r.api.watch(ctx, m.Resource)
 	if err != nil {
@@ -241,5 +241,9 @@ func (r *Remote) Live(ctx context.Context, m *meta.RESTMapping, ns, name string)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return item.(*unstructured.Unstructured), nil
+	o, ok := item.(*cachedObject)
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: the cache of %s holds a %T", r.Name, m.Resource.String(), item)
+	}
+	return o.object()
 }

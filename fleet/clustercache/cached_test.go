@@ -1,0 +1,86 @@
+package clustercache
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// The watch caches keep an object without managedFields and last-applied-configuration, as
+// JSON that decodes back to everything else (integers stay integers), under the key the
+// informer files it by; each decode is a copy of its own, and compacting twice is harmless.
+func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
+	app := types.NamespacedName{Namespace: "apps", Name: "web"}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Service",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "shop", "resourceVersion": "42",
+			"labels": map[string]any{LabelManaged: "true"},
+			"annotations": map[string]any{
+				lastApplied: `{"kind":"Service"}`,
+				"team":      "payments",
+			},
+			"managedFields": []any{map[string]any{"manager": "navarch", "operation": "Apply"}},
+		},
+		"spec": map[string]any{
+			"ports":    []any{map[string]any{"port": int64(80), "targetPort": int64(8080)}},
+			"selector": map[string]any{"app": "web"},
+		},
+	}}
+	u.SetAnnotations(map[string]string{lastApplied: `{"kind":"Service"}`, "team": "payments", navarchv1.AnnotationTrackingID: TrackingID(app, u)})
+
+	cached, err := compactCached(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := cached.(*cachedObject)
+	if !ok {
+		t.Fatalf("the cache keeps a %T", cached)
+	}
+	if !o.tracked || o.app != app {
+		t.Errorf("tracked by %v (%t), want %v", o.app, o.tracked, app)
+	}
+	if key, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || key != "shop/web" {
+		t.Errorf("key %q, %v; want shop/web", key, err)
+	}
+	if again, _ := compactCached(o); again != o {
+		t.Error("compacting a compacted object changed it")
+	}
+
+	got, err := o.object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := u.DeepCopy()
+	unstructured.RemoveNestedField(want.Object, "metadata", "managedFields")
+	ann := want.GetAnnotations()
+	delete(ann, lastApplied)
+	want.SetAnnotations(ann)
+	if !reflect.DeepEqual(got.Object, want.Object) {
+		t.Errorf("decoded\n%v\nwant\n%v", got.Object, want.Object)
+	}
+	if port, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports"); reflect.TypeOf(port[0].(map[string]any)["port"]) != reflect.TypeFor[int64]() {
+		t.Errorf("port decoded as %T, want int64", port[0].(map[string]any)["port"])
+	}
+	got.SetLabels(map[string]string{"changed": "by a caller"})
+	if second, _ := o.object(); second.GetLabels()[LabelManaged] != "true" {
+		t.Error("a caller's change to a decoded object reached the cache")
+	}
+
+	untracked := &unstructured.Unstructured{}
+	untracked.SetAPIVersion("v1")
+	untracked.SetKind("ConfigMap")
+	untracked.SetName("loose")
+	untracked.SetNamespace("shop")
+	if c, _ := compactCached(untracked); c.(*cachedObject).tracked {
+		t.Error("an object without a tracking id counts as tracked")
+	}
+	var _ metav1.ObjectMetaAccessor = o
+}
