@@ -244,5 +244,18 @@ spec:
 		}
 		return ""
 	})
+	// The deleted Cluster's probe series go with it; the other's stay.
+	testenv.Eventually(t, "the probe series of the deleted Cluster are dropped", func() string {
+		if m := metric(t, "navarch_cluster_last_probe_timestamp_seconds", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
+			return "navarch_cluster_last_probe_timestamp_seconds still has a series of " + ns + "-b"
+		}
+		if m := metric(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
+			return "navarch_cluster_probes_total still has a series of " + ns + "-b"
+		}
+		return ""
+	})
+	if m := metric(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-a", "reason": navarchv1.ReasonConnected}); len(m) == 0 || m[0].GetCounter().GetValue() < 1 {
+		t.Errorf("navarch_cluster_probes_total{cluster=%s-a,reason=Connected}: %v, want a probe counted", ns, m)
+	}
 	editAndWaitForHeal("a")
 }

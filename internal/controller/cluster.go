@@ -43,7 +43,9 @@ type ClusterReconciler struct {
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.Shards.Owns(req.Name) {
 		// Another replica syncs it, or none yet; membership releases what this replica held
-		// and reconciles the Cluster again when it takes it.
+		// and reconciles the Cluster again when it takes it. This replica's probe series of
+		// it would only go stale.
+		forgetClusterMetrics(req.Name)
 		return ctrl.Result{}, nil
 	}
 	cluster := &navarchv1.Cluster{}
@@ -56,6 +58,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		r.Clusters.Remove(cluster.Name)
+		forgetClusterMetrics(cluster.Name)
 		return ctrl.Result{}, nil
 	}
 	before := cluster.Status.DeepCopy()

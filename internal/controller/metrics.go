@@ -40,7 +40,8 @@ var (
 	}, []string{"cluster"})
 )
 
-// forgetClusterMetrics drops the series of a deleted Cluster.
+// forgetClusterMetrics drops the series of a Cluster this replica no longer probes: deleted,
+// being deleted, or held by another replica.
 func forgetClusterMetrics(cluster string) {
 	clusterProbes.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 	clusterLastProbe.DeleteLabelValues(cluster)
