@@ -122,7 +122,8 @@ func configFromEnv(b *testing.B) benchConfig {
 //     rest_client_requests_total, by host). The whole idle window is 3.5 minutes, so that it
 //     spans a Git poll: git-requests-idle counts the Git server's HTTP requests in it and
 //     git-requests-per-poll divides them by the bursts they came in (requests more than 10 s
-//     apart start a new burst); idle-cpu-3.5m-% is the CPU share over the whole window.
+//     apart start a new burst); idle-cpu-3.5m-% is the CPU share over the whole window, and
+//     idle-quiet-passes the poll passes in it that found nothing changed and ended at once.
 //   - rss-MB and heap-inuse-MB: the controller's VmRSS and go_memstats_heap_inuse_bytes at
 //     the end of the idle window, with every Application synced (goal ≤ 120 MB RSS);
 //     peak-rss-MB is VmHWM, the peak since the controller started, read at the very end.
@@ -386,6 +387,7 @@ func (f *fleet) measure(b *testing.B) {
 	b.ReportMetric(idle.reqPerMinWorkload, "idle-req/min-workload")
 	b.ReportMetric(idle.reqPerMinMgmt, "idle-req/min-mgmt")
 	b.ReportMetric(float64(idle.gitRequests), "git-requests-idle")
+	b.ReportMetric(idle.quietPasses, "idle-quiet-passes")
 	b.ReportMetric(idle.gitPerPoll, "git-requests-per-poll")
 	b.ReportMetric(idle.rssMB, "rss-MB")
 	b.ReportMetric(idle.heapMB, "heap-inuse-MB")
@@ -503,6 +505,7 @@ type idleFigures struct {
 	gitRequests                      int
 	gitPerPoll                       float64
 	rssMB, heapMB                    float64
+	quietPasses                      float64
 }
 
 // snapshot is every counter the idle measurement compares, read at one moment.
@@ -616,6 +619,12 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	b.Logf("idle: %.0f writes to navarch's objects in %s (budget 0)", out.writes, window.Round(time.Second))
 	b.Logf("idle: Applications processed by the clusters' workers in %s, by result: %s", window.Round(time.Second),
 		format(diff(m.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))))
+	// Over the whole window, which spans a Git poll: the poll passes that found nothing
+	// changed and ended at once (navarch_quiet_passes_total), next to all passes.
+	out.quietPasses = total(diff(z.controller.sum("navarch_quiet_passes_total", "cluster", nil), a.controller.sum("navarch_quiet_passes_total", "cluster", nil)))
+	b.Logf("idle: over the whole %s window, %.0f quiet passes (a poll that found nothing changed) of %.0f Applications processed, by result: %s",
+		z.proc.at.Sub(a.proc.at).Round(time.Second), out.quietPasses, total(diff(z.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))),
+		format(diff(z.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))))
 	for i, c := range f.workloads {
 		b.Logf("idle: watches open on apiserver %s of the kinds navarch manages here (all clients): %s", c.Name, format(z.apiservers[i+1].sum("apiserver_longrunning_requests", "resource",
 			func(l map[string]string) bool { return l["verb"] == "WATCH" && navarchKinds[l["resource"]] })))
