@@ -73,3 +73,40 @@ func TestASucceededSyncIsComparedAgainWithWhatItApplied(t *testing.T) {
 		t.Errorf("the next comparison made %d dry runs, want none", h.cluster.dryRuns-dryRuns)
 	}
 }
+
+// A change made after the sync's apply, which the watch cache already holds when the sync
+// compares again, wins over what the sync applied: the comparison says OutOfSync rather than
+// Synced. A cache still holding the version the sync replaced does not.
+func TestAChangeAfterTheSyncWinsOverWhatItApplied(t *testing.T) {
+	h := newHarness(t, configMapManifest)
+	h.cluster.add(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config, namespace: shop}\ndata: {a: drifted}")
+	h.cluster.freezeWatch() // the cache holds the version the sync replaces
+	h.start(navarchv1.SyncOperation{Revision: testCommit})
+	if out := h.pass(false); out.kind != kindEnded || h.state().Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("the operation: %s, phase %s (%s)", out, h.state().Phase, h.state().Message)
+	}
+	ig, err := diff.CompileIgnore(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := &source.Manifests{Objects: h.source, Commit: testCommit}
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
+	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusSynced {
+		t.Fatalf("with the cache behind the sync: %s, want Synced", got)
+	}
+
+	// Someone edits the ConfigMap after the sync, and the cache has the edit.
+	edited := h.cluster.object("ConfigMap", "shop", "config")
+	edited = edited.DeepCopy()
+	edited.Object["data"] = map[string]any{"a": "edited after the sync"}
+	edited.SetResourceVersion("999")
+	for k, o := range h.cluster.objects {
+		if o.GetKind() == "ConfigMap" {
+			h.cluster.watchCache[k] = edited
+		}
+	}
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
+	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusOutOfSync {
+		t.Errorf("with the cache holding a later edit: %s, want OutOfSync (resources %+v)", got, h.app.Status.Resources)
+	}
+}
