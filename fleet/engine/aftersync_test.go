@@ -30,12 +30,8 @@ func TestASucceededSyncIsComparedAgainWithWhatItApplied(t *testing.T) {
 		t.Fatalf("the harness recorded %s before the operation, want OutOfSync", h.app.Status.Sync.Status)
 	}
 
-	ig, err := diff.CompileIgnore(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	applied, dryRuns := slices.Clone(h.cluster.applied), h.cluster.dryRuns
-	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, &source.Manifests{Objects: h.source, Commit: testCommit}, ig)
+	h.compareAfterSync()
 	after := h.app.Status.DeepCopy()
 	if after.Sync.Status != navarchv1.SyncStatusSynced || after.Sync.Revision != testCommit {
 		t.Errorf("after the sync: %s at %s, want Synced at %s (resources %+v)", after.Sync.Status, after.Sync.Revision, testCommit, after.Resources)
@@ -85,12 +81,7 @@ func TestAChangeAfterTheSyncWinsOverWhatItApplied(t *testing.T) {
 	if out := h.pass(false); out.kind != kindEnded || h.state().Phase != navarchv1.OperationSucceeded {
 		t.Fatalf("the operation: %s, phase %s (%s)", out, h.state().Phase, h.state().Message)
 	}
-	ig, err := diff.CompileIgnore(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifests := &source.Manifests{Objects: h.source, Commit: testCommit}
-	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
+	h.compareAfterSync()
 	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusSynced {
 		t.Fatalf("with the cache behind the sync: %s, want Synced", got)
 	}
@@ -105,8 +96,18 @@ func TestAChangeAfterTheSyncWinsOverWhatItApplied(t *testing.T) {
 			h.cluster.watchCache[k] = edited
 		}
 	}
-	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
+	h.compareAfterSync()
 	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusOutOfSync {
 		t.Errorf("with the cache holding a later edit: %s, want OutOfSync (resources %+v)", got, h.app.Status.Resources)
 	}
+}
+
+// compareAfterSync compares again after the operation, as Reconcile does when it succeeds.
+func (h *harness) compareAfterSync() {
+	h.t.Helper()
+	ig, err := diff.CompileIgnore(h.app.Spec.IgnoreDifferences)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, &source.Manifests{Objects: h.source, Commit: testCommit}, ig)
 }
