@@ -30,8 +30,12 @@ func TestASucceededSyncIsComparedAgainWithWhatItApplied(t *testing.T) {
 		t.Fatalf("the harness recorded %s before the operation, want OutOfSync", h.app.Status.Sync.Status)
 	}
 
+	ig, err := diff.CompileIgnore(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	applied, dryRuns := slices.Clone(h.cluster.applied), h.cluster.dryRuns
-	h.compareAfterSync()
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, &source.Manifests{Objects: h.source, Commit: testCommit}, ig)
 	after := h.app.Status.DeepCopy()
 	if after.Sync.Status != navarchv1.SyncStatusSynced || after.Sync.Revision != testCommit {
 		t.Errorf("after the sync: %s at %s, want Synced at %s (resources %+v)", after.Sync.Status, after.Sync.Revision, testCommit, after.Resources)
@@ -81,7 +85,12 @@ func TestAChangeAfterTheSyncWinsOverWhatItApplied(t *testing.T) {
 	if out := h.pass(false); out.kind != kindEnded || h.state().Phase != navarchv1.OperationSucceeded {
 		t.Fatalf("the operation: %s, phase %s (%s)", out, h.state().Phase, h.state().Message)
 	}
-	h.compareAfterSync()
+	ig, err := diff.CompileIgnore(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := &source.Manifests{Objects: h.source, Commit: testCommit}
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
 	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusSynced {
 		t.Fatalf("with the cache behind the sync: %s, want Synced", got)
 	}
@@ -96,18 +105,8 @@ func TestAChangeAfterTheSyncWinsOverWhatItApplied(t *testing.T) {
 			h.cluster.watchCache[k] = edited
 		}
 	}
-	h.compareAfterSync()
+	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, manifests, ig)
 	if got := h.app.Status.Sync.Status; got != navarchv1.SyncStatusOutOfSync {
 		t.Errorf("with the cache holding a later edit: %s, want OutOfSync (resources %+v)", got, h.app.Status.Resources)
 	}
-}
-
-// compareAfterSync compares again after the operation, as Reconcile does when it succeeds.
-func (h *harness) compareAfterSync() {
-	h.t.Helper()
-	ig, err := diff.CompileIgnore(h.app.Spec.IgnoreDifferences)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.e.compareAfterSync(context.Background(), h.app, h.remote, nil, &source.Manifests{Objects: h.source, Commit: testCommit}, ig)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,13 +31,16 @@ type Cluster interface {
 var _ Cluster = (*clustercache.Remote)(nil)
 
 // cluster is a destination cluster with its name, which keys the dry-run cache and metrics,
-// and what the pass applied to it.
+// and what the pass wrote to it.
 type cluster struct {
 	Name string
 	Cluster
 
-	mu    sync.Mutex
-	wrote map[wroteKey]wrote // see recordWrite and asWritten
+	mu sync.Mutex
+	// wrote holds each object the pass applied. Only the view asWritten returns reads it.
+	wrote map[wroteKey]wrote
+	// written makes Live answer from wrote before the watch cache.
+	written bool
 }
 
 // wrote is an object the pass applied: the server's answer, and the resourceVersion the
@@ -83,18 +85,19 @@ func (c *cluster) recordWrite(m *meta.RESTMapping, ns, name, before string, obj 
 func (c *cluster) asWritten() *cluster {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &cluster{Name: c.Name, Cluster: writtenView{Cluster: c.Cluster, wrote: maps.Clone(c.wrote)}}
+	return &cluster{Name: c.Name, Cluster: c.Cluster, wrote: c.wrote, written: true}
 }
 
-// writtenView is a Cluster whose Live answers as asWritten describes.
-type writtenView struct {
-	Cluster
-	wrote map[wroteKey]wrote
-}
-
-func (v writtenView) Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	cached, err := v.Cluster.Live(ctx, m, ns, name)
-	w, ok := v.wrote[keyOf(m, ns, name)]
+// Live returns the managed object m, ns, name: from the watch cache, or, in the view of
+// asWritten, as the pass wrote it.
+func (c *cluster) Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
+	if !c.written {
+		return c.Cluster.Live(ctx, m, ns, name)
+	}
+	c.mu.Lock()
+	w, ok := c.wrote[keyOf(m, ns, name)]
+	c.mu.Unlock()
+	cached, err := c.Cluster.Live(ctx, m, ns, name)
 	if !ok || err != nil {
 		return cached, err
 	}

@@ -259,7 +259,7 @@ func (e *Engine) compareAfterSync(ctx context.Context, app *navarchv1.Applicatio
 	}
 	pol.police(app, desired, hooks)
 	cmp := e.compare(ctx, app, remote.asWritten(), desired, ig, opts)
-	cmp.commit, cmp.revisions = manifests.Commit, revisionsOf(app, nil, manifests.Commit)
+	cmp.commit, cmp.revisions, cmp.hooks, cmp.pol = manifests.Commit, revisionsOf(app, nil, manifests.Commit), hooks, pol
 	e.recordComparison(app, cmp)
 }
 
