@@ -37,17 +37,11 @@ type cluster struct {
 	Cluster
 
 	mu sync.Mutex
-	// wrote holds each object the pass applied. Only the view asWritten returns reads it.
-	wrote map[wroteKey]wrote
+	// wrote holds each object the pass applied, as the server returned it. Only the view
+	// asWritten returns reads it.
+	wrote map[wroteKey]*unstructured.Unstructured
 	// written makes Live answer from wrote before the watch cache.
 	written bool
-}
-
-// wrote is an object the pass applied: the server's answer, and the resourceVersion the
-// object had before ("" if it did not exist or is unknown).
-type wrote struct {
-	obj    *unstructured.Unstructured
-	before string
 }
 
 type wroteKey struct {
@@ -66,22 +60,21 @@ func keyOf(m *meta.RESTMapping, ns, name string) wroteKey {
 	return wroteKey{m.Resource, ns, name}
 }
 
-// recordWrite remembers the server's answer to the pass's apply of the object m, ns, name,
-// which had resourceVersion before until then.
-func (c *cluster) recordWrite(m *meta.RESTMapping, ns, name, before string, obj *unstructured.Unstructured) {
+// recordWrite remembers the server's answer to the pass's apply of the object m, ns, name.
+func (c *cluster) recordWrite(m *meta.RESTMapping, ns, name string, obj *unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.wrote == nil {
-		c.wrote = map[wroteKey]wrote{}
+		c.wrote = map[wroteKey]*unstructured.Unstructured{}
 	}
-	c.wrote[keyOf(m, ns, name)] = wrote{obj: obj, before: before}
+	c.wrote[keyOf(m, ns, name)] = obj
 }
 
 // asWritten returns the cluster as the pass left it: Live answers with the objects the pass
 // applied, which the watch caches have not necessarily seen yet, and with the caches for the
-// rest (objects the pass deleted included: one may still be terminating). Where the cache
-// already holds a version newer than the pass's write (neither the one the pass replaced nor
-// its own), that version answers: someone changed the object since.
+// rest (objects the pass deleted included: one may still be terminating). The writes stand for
+// the moment after the pass; a change made since comes as a watch event, which queues the
+// next pass.
 func (c *cluster) asWritten() *cluster {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -91,20 +84,13 @@ func (c *cluster) asWritten() *cluster {
 // Live returns the managed object m, ns, name: from the watch cache, or, in the view of
 // asWritten, as the pass wrote it.
 func (c *cluster) Live(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	if !c.written {
-		return c.Cluster.Live(ctx, m, ns, name)
-	}
-	c.mu.Lock()
-	w, ok := c.wrote[keyOf(m, ns, name)]
-	c.mu.Unlock()
-	cached, err := c.Cluster.Live(ctx, m, ns, name)
-	if !ok || err != nil {
-		return cached, err
-	}
-	if cached != nil {
-		if rv := cached.GetResourceVersion(); rv != w.before && rv != w.obj.GetResourceVersion() {
-			return cached, nil
+	if c.written {
+		c.mu.Lock()
+		obj, ok := c.wrote[keyOf(m, ns, name)]
+		c.mu.Unlock()
+		if ok {
+			return obj.DeepCopy(), nil
 		}
 	}
-	return w.obj.DeepCopy(), nil
+	return c.Cluster.Live(ctx, m, ns, name)
 }
