@@ -173,6 +173,7 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, a action, run
 		var msg string
 		msg, err = run(r.Context(), c, cmpUser(id.User))
 		if err == nil {
+			s.log.Info("Action done", "action", a.Verb, "kind", a.Kind, "path", a.Path, "user", id.User, "result", msg)
 			setFlash(w, r, true, msg)
 		}
 	}
@@ -211,6 +212,10 @@ func setFlash(w http.ResponseWriter, r *http.Request, ok bool, msg string) {
 	}
 	setCookie(w, r, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(prefix+msg)), 60)
 }
+
+// liveRefreshHeader marks the script's fetch of the page it shows, which only takes the live
+// part and so must not take the flash message either.
+const liveRefreshHeader = "X-Navarch-Live-Refresh"
 
 // readFlash returns the flash message ("+" or "-" then the text) and clears it.
 func readFlash(w http.ResponseWriter, r *http.Request) (string, bool) {

@@ -378,8 +378,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.CSRF = s.csrfToken(sessionOf(r).id, id)
 	p.User = id.User
 	p.Token = s.token != nil
-	if msg, ok := readFlash(w, r); ok {
-		p.Flash, p.FlashOK = msg[1:], msg[0] == '+'
+	// A live page's refresh of itself (the script's fetch) leaves the flash for the page a
+	// redirect is loading: the two can cross when an action is posted as the refresh starts.
+	if r.Header.Get(liveRefreshHeader) == "" {
+		if msg, ok := readFlash(w, r); ok {
+			p.Flash, p.FlashOK = msg[1:], msg[0] == '+'
+		}
 	}
 	t := s.pages[name]
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

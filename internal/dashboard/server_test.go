@@ -485,3 +485,30 @@ func TestRefreshAndPromoteGoThroughTheCLIActions(t *testing.T) {
 		t.Errorf("the ApplicationSet page does not say why the promotion was refused: %d\n%s", code, body)
 	}
 }
+
+// The result of an action is shown once, by the page the redirect loads: a live page's
+// refresh of itself, which can cross the post, leaves it there.
+func TestTheFlashGoesToThePageTheRedirectLoads(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	createApp(t, ns, "web", "", "dev", navarchv1.SyncStatusSynced, navarchv1.HealthHealthy)
+	srv := startDashboard(t, Options{})
+	c := browserClient(t)
+	page := srv.URL + "/applications/" + ns + "/web"
+	_, body, _ := get(t, c, page)
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF field:\n%s", body)
+	}
+	if code, _, _ := post(t, c, page+"/refresh", url.Values{"csrf": {m[1]}, "confirmed": {"yes"}}); code != http.StatusSeeOther {
+		t.Fatalf("refresh: %d", code)
+	}
+	if _, body, _ := get(t, c, page, "Accept", "text/html", liveRefreshHeader, "1"); strings.Contains(body, `id="flash"`) {
+		t.Errorf("the live refresh took the flash message:\n%s", body)
+	}
+	if _, body, _ := get(t, c, page); !strings.Contains(body, `id="flash"`) || !strings.Contains(body, "web") {
+		t.Errorf("the page after the action shows no result:\n%s", body)
+	}
+	if _, body, _ := get(t, c, page); strings.Contains(body, `id="flash"`) {
+		t.Errorf("the result is shown a second time:\n%s", body)
+	}
+}

@@ -56,7 +56,7 @@
     }
     pending = setTimeout(function () {
       pending = null;
-      fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html", "X-Navarch-Live-Refresh": "1" } })
         .then(function (resp) {
           if (!resp.ok) {
             throw new Error(resp.status);
