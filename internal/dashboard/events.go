@@ -24,6 +24,7 @@ const streamWriteTimeout = 30 * time.Second
 type fragment struct {
 	ID   string `json:"id"`
 	HTML string `json:"html"`
+	Seq  uint64 `json:"seq"` // the store's version it shows, at least
 }
 
 // objectRef names a changed object; pages that show it reload their live part.
@@ -153,6 +154,7 @@ func (s *Server) sendBatch(w io.Writer, r *http.Request, f filter, batch []chang
 		}
 	}
 	if len(touched) > 0 {
+		seq := s.store.version() // before the listing: the fragments show at least this
 		v, err := s.fleetData(r, f)
 		if err != nil {
 			return nil //nolint:nilerr // a failed listing skips this update; the next one catches up
@@ -170,17 +172,17 @@ func (s *Server) sendBatch(w io.Writer, r *http.Request, f filter, batch []chang
 				if row != nil {
 					apps = row.Cells[col.Name]
 				}
-				if err := writeEvent(w, "cell", fragment{ID: elementID("c", key, col.Name), HTML: string(cellHTML(key, col.Name, apps))}); err != nil {
+				if err := writeEvent(w, "cell", fragment{ID: elementID("c", key, col.Name), HTML: string(cellHTML(key, col.Name, apps)), Seq: seq}); err != nil {
 					return err
 				}
 			}
 		}
 		for _, col := range m.Columns {
-			if err := writeEvent(w, "cell", fragment{ID: col.ID(), HTML: string(columnHeadHTML(col))}); err != nil {
+			if err := writeEvent(w, "cell", fragment{ID: col.ID(), HTML: string(columnHeadHTML(col)), Seq: seq}); err != nil {
 				return err
 			}
 		}
-		if err := writeEvent(w, "cell", fragment{ID: "summary", HTML: string(summaryHTML(m))}); err != nil {
+		if err := writeEvent(w, "cell", fragment{ID: "summary", HTML: string(summaryHTML(m)), Seq: seq}); err != nil {
 			return err
 		}
 	}

@@ -188,6 +188,7 @@ func securityHeaders(next http.Handler) http.Handler {
 
 type identityKey struct{}
 type sessionKey struct{}
+type seqKey struct{}
 
 // maxFormBytes bounds the body of a POST: the dashboard's forms carry a few short fields;
 // formReadTimeout bounds the time to send it.
@@ -276,6 +277,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
 		ctx = context.WithValue(ctx, sessionKey{}, requestSession{id: session, bearer: bearer})
+		// Read before the handler lists anything: what it renders is at least this recent.
+		ctx = context.WithValue(ctx, seqKey{}, s.store.version())
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -368,6 +371,7 @@ type page struct {
 	Error   string
 	Watch   string // the objects whose changes reload the page's live part: Kind/ns/name, or Kind
 	Live    bool   // the page subscribes to the event stream
+	Seq     uint64 // the store's version the page shows, at least (see store.version)
 	Query   string // the fleet filter, for the event stream
 	Token   bool   // token mode: show the logout button
 	Data    any
@@ -378,6 +382,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.CSRF = s.csrfToken(sessionOf(r).id, id)
 	p.User = id.User
 	p.Token = s.token != nil
+	p.Seq, _ = r.Context().Value(seqKey{}).(uint64)
 	// A live page's refresh of itself (the script's fetch) leaves the flash for the page a
 	// redirect is loading: the two can cross when an action is posted as the refresh starts.
 	if r.Header.Get(liveRefreshHeader) == "" {

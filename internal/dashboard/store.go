@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +41,14 @@ type store struct {
 
 	mu   sync.Mutex
 	subs map[chan change]struct{}
+	// seq counts the changes published. A render that reads it before listing shows at
+	// least the state it counts; the pages' script drops a fragment older than what an
+	// element already shows (a page fetch answered after a newer streamed cell).
+	seq atomic.Uint64
 }
+
+// version is the number of changes the cache holds so far.
+func (s *store) version() uint64 { return s.seq.Load() }
 
 // watched are the kinds the store caches.
 var watched = []struct {
@@ -84,6 +92,9 @@ func newStore(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, nam
 		return nil, fmt.Errorf("management cluster cache: %w", err)
 	}
 	s := &store{cache: c, direct: direct, subs: map[chan change]struct{}{}}
+	// Counting from the start time in microseconds keeps the numbers of a restarted dashboard
+	// above those its open pages hold (and within a JavaScript number's exact integers).
+	s.seq.Store(uint64(time.Now().UnixMicro()))
 	for _, w := range watched {
 		inf, err := c.GetInformer(ctx, w.obj)
 		if err != nil {
@@ -153,6 +164,7 @@ var overflow = change{Kind: "overflow"}
 func (s *store) publish(c change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seq.Add(1)
 	for ch := range s.subs {
 		select {
 		case ch <- c:

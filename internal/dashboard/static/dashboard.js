@@ -47,6 +47,30 @@
     });
   }
 
+  // What each live element shows is at least the server's state number seq (data-seq of a
+  // page, seq of a streamed fragment). A fetch answered after a newer streamed cell, or
+  // after a later fetch, is older than what the element shows and is dropped.
+  var pageSeq = Number(body.getAttribute("data-seq") || 0);
+  var seqs = {}; // element id -> seq, for the fleet page's elements
+  function seqOf(id) {
+    return id in seqs ? seqs[id] : pageSeq;
+  }
+  // newest is the latest seq an element or an element within it shows: replacing a matrix
+  // row replaces its cells.
+  function newest(el) {
+    var n = seqOf(el.id);
+    el.querySelectorAll("[id]").forEach(function (d) {
+      n = Math.max(n, seqOf(d.id));
+    });
+    return n;
+  }
+  function mark(el, seq) {
+    seqs[el.id] = seq;
+    el.querySelectorAll("[id]").forEach(function (d) {
+      seqs[d.id] = seq;
+    });
+  }
+
   // A page's live part is re-fetched when an object it shows changes, and on each connection
   // of the stream; changes within 250 ms are fetched once.
   var pending = null;
@@ -65,17 +89,25 @@
         })
         .then(function (html) {
           var doc = new DOMParser().parseFromString(html, "text/html");
+          var seq = Number(doc.body.getAttribute("data-seq") || 0);
           if (document.getElementById("matrix")) {
             // The fleet page: replace what changed, by id, as cell events do, so that the
             // matrix (and whatever the user is typing in the filters) stays in place.
             doc.querySelectorAll("#summary, #matrix [id]").forEach(function (n) {
               var el = document.getElementById(n.id);
-              if (el && el.outerHTML !== n.outerHTML) {
-                el.outerHTML = n.outerHTML;
+              if (el && newest(el) <= seq) {
+                mark(el, seq);
+                if (el.outerHTML !== n.outerHTML) {
+                  el.outerHTML = n.outerHTML;
+                }
               }
             });
             return;
           }
+          if (seq < pageSeq) {
+            return; // an earlier fetch, answered late
+          }
+          pageSeq = seq;
           var next = doc.getElementById("live");
           var current = document.getElementById("live");
           // Unchanged, the live part stays in place: replacing it would detach the button
@@ -105,12 +137,16 @@
     }
     var f = JSON.parse(ev.data);
     var el = document.getElementById(f.id);
+    if (el && newest(el) > f.seq) {
+      return; // the element shows a later state already
+    }
     if (!el) {
       if (f.id.indexOf("c-") === 0 && f.html.indexOf("cell none") < 0) {
         stale(); // a new row or column: the page cannot place it
       }
       return;
     }
+    mark(el, f.seq);
     if (el.outerHTML === f.html) {
       return;
     }
