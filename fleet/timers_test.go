@@ -226,3 +226,66 @@ spec:
 		t.Errorf("after the new commit the ConfigMap is %v (%v), want greeting two", cm.Data, err)
 	}
 }
+
+// An automated sync records its result in one status write: no version of the Application
+// shows a succeeded operation next to the comparison made before it (OutOfSync, objects
+// Missing), and once it is Synced and Healthy nothing more is written, because the pass that
+// synced compared again with the objects as the server returned them.
+func TestASyncIsSyncedInThePassThatAppliedIt(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	url := repo(t, map[string]string{
+		"app/cm.yaml":  configMap("settings", "from git"),
+		"app/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n",
+	})
+	w, err := mgmt.Watch(ctx, &navarchv1.ApplicationList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	app := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: once}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: app}
+  destination: {name: east, namespace: %s-once}
+  syncPolicy:
+    automated: {}
+    syncOptions: [CreateNamespace=true]
+`, url, ns))
+
+	timeout := time.After(60 * time.Second)
+	var synced *navarchv1.Application
+	for synced == nil {
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-timeout:
+			t.Fatalf("not Synced and Healthy within 60s: %s", describe(getApp(t, app)))
+		}
+		a, ok := ev.Object.(*navarchv1.Application)
+		if !ok {
+			t.Fatalf("watch event %s: %v", ev.Type, ev.Object)
+		}
+		if s := a.Status.OperationState; s != nil && s.Phase == navarchv1.OperationSucceeded && a.Status.Sync.Status != navarchv1.SyncStatusSynced {
+			t.Fatalf("version %s records the operation Succeeded but the Application %s: %s", a.ResourceVersion, a.Status.Sync.Status, describe(a))
+		}
+		if syncedAndHealthy(a) {
+			synced = a
+		}
+	}
+	if s := synced.Status.OperationState; s == nil || s.Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("Synced and Healthy without a succeeded operation: %s", describe(synced))
+	}
+	// The watch events of the applied objects queue another pass, which finds the same.
+	testenv.Consistently(t, 3*time.Second, "nothing more is written once the Application is Synced and Healthy", func() string {
+		select {
+		case ev := <-w.ResultChan():
+			a, _ := ev.Object.(*navarchv1.Application)
+			if a != nil && a.ResourceVersion != synced.ResourceVersion {
+				return fmt.Sprintf("version %s was written after %s: %s", a.ResourceVersion, synced.ResourceVersion, describe(a))
+			}
+		default:
+		}
+		return ""
+	})
+}

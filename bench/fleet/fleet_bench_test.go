@@ -622,9 +622,9 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	// Over the whole window, which spans a Git poll: the poll passes that found nothing
 	// changed and ended at once (navarch_quiet_passes_total), next to all passes.
 	out.quietPasses = total(diff(z.controller.sum("navarch_quiet_passes_total", "cluster", nil), a.controller.sum("navarch_quiet_passes_total", "cluster", nil)))
+	processed := diff(z.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))
 	b.Logf("idle: over the whole %s window, %.0f quiet passes (a poll that found nothing changed) of %.0f Applications processed, by result: %s",
-		z.proc.at.Sub(a.proc.at).Round(time.Second), out.quietPasses, total(diff(z.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))),
-		format(diff(z.controller.sum("navarch_cluster_reconcile_total", "result", nil), a.controller.sum("navarch_cluster_reconcile_total", "result", nil))))
+		z.proc.at.Sub(a.proc.at).Round(time.Second), out.quietPasses, total(processed), format(processed))
 	for i, c := range f.workloads {
 		b.Logf("idle: watches open on apiserver %s of the kinds navarch manages here (all clients): %s", c.Name, format(z.apiservers[i+1].sum("apiserver_longrunning_requests", "resource",
 			func(l map[string]string) bool { return l["verb"] == "WATCH" && navarchKinds[l["resource"]] })))

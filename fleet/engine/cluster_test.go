@@ -33,6 +33,8 @@ type fakeCluster struct {
 	applied []string
 	// deleted lists the objects deleted, "Kind name", in order.
 	deleted []string
+	// dryRuns counts the dry runs served.
+	dryRuns int
 	version int
 	// watchCache, when set, is what Live returns instead of the objects: a watch that lags,
 	// e.g. after the cluster was unreachable.
@@ -197,6 +199,7 @@ func (r *fakeResource) Patch(_ context.Context, name string, pt types.PatchType,
 		return nil, err
 	}
 	if len(opts.DryRun) > 0 {
+		r.c.dryRuns++
 		if exists {
 			obj.SetResourceVersion(live.GetResourceVersion())
 			obj.SetUID(live.GetUID())

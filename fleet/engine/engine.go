@@ -220,6 +220,9 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		if after > 0 {
 			res.RequeueAfter = min(res.RequeueAfter, after)
 		}
+		if st.OperationState.Phase == navarchv1.OperationSucceeded {
+			e.compareAfterSync(ctx, app, remote, pol, manifests, ig)
+		}
 	}
 	if _, ok := app.Annotations[navarchv1.AnnotationTerminateOperation]; ok {
 		if res.Annotations == nil {
@@ -240,6 +243,24 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		res.settled = &pass
 	}
 	return res, nil
+}
+
+// compareAfterSync records the comparison of an operation that succeeded in this pass as the
+// next pass would make it, reading the objects the pass applied as the server returned them.
+// Without it the status would say OutOfSync (the comparison made before the sync) until the
+// watch caches have the objects and another pass runs, which, with thousands of Applications
+// syncing, queues behind all their first passes; and it would cost a second status write. The
+// next pass finds the same from the caches, and writes nothing.
+func (e *Engine) compareAfterSync(ctx context.Context, app *navarchv1.Application, remote *cluster, pol *policy, manifests *source.Manifests, ig *diff.Ignore) {
+	opts := e.syncOptions(app) // without the finished operation's options, as the next pass
+	desired, hooks, err := e.prepare(app, remote, manifests.Objects, opts)
+	if err != nil {
+		return // the first comparison found the same and recorded it
+	}
+	pol.police(app, desired, hooks)
+	cmp := e.compare(ctx, app, remote.asWritten(), desired, ig, opts)
+	cmp.commit, cmp.revisions = manifests.Commit, revisionsOf(app, nil, manifests.Commit)
+	e.recordComparison(app, cmp)
 }
 
 // startRequested starts the operation of app.operation: a sync (of spec.source at the

@@ -434,6 +434,11 @@ func (op *operation) applyTask(ctx context.Context, t *task) (outcome, error) {
 		op.e.record(op.state, t, navarchv1.ResultSyncFailed, err.Error())
 		return failuref("%s %s failed to apply: %v", r.ref.Kind, r.ref.Name, err), nil
 	}
+	before := ""
+	if r.live != nil {
+		before = r.live.GetResourceVersion()
+	}
+	op.remote.recordWrite(r.mapping, r.ref.Namespace, r.ref.Name, before, out)
 	if desired == r.obj {
 		// What the server returned is what the watch will deliver: remember it as in sync, so
 		// the next comparison costs no dry run.
