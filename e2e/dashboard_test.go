@@ -37,6 +37,9 @@ func TestDashboardShowsTheFleetLiveAndSyncsAnApplication(t *testing.T) {
 	stateDir := t.TempDir()
 	t.Cleanup(func() {
 		if _, err := devfleet.ReadState(stateDir); err == nil {
+			if t.Failed() {
+				logTail(t, "the controller's log", filepath.Join(stateDir, "controller.log"), 80)
+			}
 			_ = devfleet.Down(stateDir, os.Stderr)
 		}
 	})
@@ -186,6 +189,10 @@ func TestDashboardShowsTheFleetLiveAndSyncsAnApplication(t *testing.T) {
 		testenv.Update(t, workload, svcWithKey(svc, key), func(*corev1.Service) {})
 		if got := svc.Spec.Selector["app"]; got != "guestbook" {
 			t.Errorf("the rollout's sync left the Service's selector app=%s, want app=guestbook as in Git", got)
+			for _, h := range browser.Eval[[][]any](b, `window.__cellHistory`) {
+				t.Logf("the cell showed %q at %s", h[1], time.UnixMilli(int64(h[0].(float64))).Format("15:04:05.000"))
+			}
+			t.Logf("edited at %s; the Service's managers: %s", edited.Format("15:04:05.000"), managers(svc.ManagedFields))
 		}
 	})
 
@@ -398,4 +405,25 @@ func watchOutOfSync(t *testing.T, kubeconfig, name string) func() time.Time {
 		}
 		return at
 	}
+}
+
+// logTail logs the last n lines of a file, to explain a failure.
+func logTail(t *testing.T, what, path string, n int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("%s: %v", what, err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	t.Logf("the last %d lines of %s (%s):\n%s", min(n, len(lines)), what, path, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+}
+
+// managers says who last wrote which fields of an object, and when.
+func managers(fields []metav1.ManagedFieldsEntry) string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, fmt.Sprintf("%s %s at %s", f.Manager, f.Operation, f.Time.UTC().Format(time.TimeOnly)))
+	}
+	return strings.Join(out, ", ")
 }
