@@ -132,9 +132,5 @@ spec:
 // reconcileErrors returns navarch_cluster_reconcile_errors_total for cluster.
 func reconcileErrors(t *testing.T, cluster string) float64 {
 	t.Helper()
-	total := 0.0
-	for _, m := range metric(t, "navarch_cluster_reconcile_errors_total", map[string]string{"cluster": cluster}) {
-		total += m.GetCounter().GetValue()
-	}
-	return total
+	return clusterCounter(t, "navarch_cluster_reconcile_errors_total", cluster)
 }

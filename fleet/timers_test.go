@@ -140,8 +140,14 @@ func TestAnOperationIsNeverSeenNextToItsRequest(t *testing.T) {
 // quietPasses returns navarch_quiet_passes_total for cluster.
 func quietPasses(t *testing.T, cluster string) float64 {
 	t.Helper()
+	return clusterCounter(t, "navarch_quiet_passes_total", cluster)
+}
+
+// clusterCounter returns the counter name of cluster, summed over its other labels.
+func clusterCounter(t *testing.T, name, cluster string) float64 {
+	t.Helper()
 	total := 0.0
-	for _, m := range metric(t, "navarch_quiet_passes_total", map[string]string{"cluster": cluster}) {
+	for _, m := range metric(t, name, map[string]string{"cluster": cluster}) {
 		total += m.GetCounter().GetValue()
 	}
 	return total
