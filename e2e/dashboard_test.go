@@ -112,7 +112,7 @@ func TestDashboardShowsTheFleetLiveAndSyncsAnApplication(t *testing.T) {
 
 	t.Run("pausing the rollout asks for confirmation and shows the result", func(t *testing.T) {
 		b := newBrowser(t)
-		b.Navigate(base + "/applicationsets/demo/apps")
+		navigateLive(t, b, base+"/applicationsets/demo/apps")
 		b.WaitText("#rollout", "Completed", time.Minute)
 		b.AcceptDialogs()
 		b.Click("#action-pause")
@@ -129,7 +129,7 @@ func TestDashboardShowsTheFleetLiveAndSyncsAnApplication(t *testing.T) {
 
 	t.Run("a change on a workload cluster turns the cell OutOfSync and back, live", func(t *testing.T) {
 		b := newBrowser(t)
-		b.Navigate(base + "/")
+		navigateLive(t, b, base+"/")
 		b.WaitVisible("#matrix")
 		// Record every text the cell takes, with the time, and mark the page: a reload
 		// would lose the mark.
@@ -216,7 +216,7 @@ func TestDashboardShowsTheFleetLiveAndSyncsAnApplication(t *testing.T) {
 			return ""
 		})
 		b := newBrowser(t)
-		b.Navigate(base + "/applications/demo/guestbook-dev-1")
+		navigateLive(t, b, base+"/applications/demo/guestbook-dev-1")
 		b.WaitText("main", "Resources", time.Minute)
 		b.AcceptDialogs()
 		clicked := time.Now()
@@ -280,6 +280,19 @@ func newBrowser(t *testing.T) *browser.Browser {
 	b := browser.New(t)
 	b.SetTimeout(time.Minute)
 	return b
+}
+
+// navigateLive opens a page and waits until it has taken in the fetch its event stream's
+// connection makes: until then that fetch may replace the part of the page a click aims at.
+func navigateLive(t *testing.T, b *browser.Browser, url string) {
+	t.Helper()
+	b.Navigate(url)
+	testenv.EventuallyWithin(t, time.Minute, "the page takes in its first live refresh", func() string {
+		if browser.Eval[string](b, `document.body.dataset.refreshed || ""`) == "" {
+			return "no refresh yet"
+		}
+		return ""
+	})
 }
 
 // waitAcrossNavigation waits until the element's text contains substring, also while a form

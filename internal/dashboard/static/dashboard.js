@@ -74,6 +74,14 @@
   // A page's live part is re-fetched when an object it shows changes, and on each connection
   // of the stream; changes within 250 ms are fetched once.
   var pending = null;
+  // refreshed counts the fetches the page has taken in (data-refreshed on the body): after
+  // the first, the page shows what the stream's connection found, and stays in place until
+  // the next change.
+  var refreshed = 0;
+  function done() {
+    refreshed++;
+    body.setAttribute("data-refreshed", String(refreshed));
+  }
   function refresh() {
     if (pending) {
       return;
@@ -102,9 +110,11 @@
                 }
               }
             });
+            done();
             return;
           }
           if (seq < pageSeq) {
+            done();
             return; // an earlier fetch, answered late
           }
           pageSeq = seq;
@@ -115,6 +125,7 @@
           if (next && current && current.innerHTML !== next.innerHTML) {
             current.innerHTML = next.innerHTML;
           }
+          done();
         })
         .catch(stale);
     }, 250);
