@@ -55,20 +55,16 @@
   function seqOf(id) {
     return id in seqs ? seqs[id] : pageSeq;
   }
-  // newest is the latest seq an element or an element within it shows: replacing a matrix
-  // row replaces its cells.
+  // An element and the elements within it are replaced together (a matrix row and its
+  // cells): newest is the latest seq any of them shows, mark records a new one for all.
+  function withIds(el) {
+    return [el].concat(Array.prototype.slice.call(el.querySelectorAll("[id]")));
+  }
   function newest(el) {
-    var n = seqOf(el.id);
-    el.querySelectorAll("[id]").forEach(function (d) {
-      n = Math.max(n, seqOf(d.id));
-    });
-    return n;
+    return Math.max.apply(null, withIds(el).map(function (e) { return seqOf(e.id); }));
   }
   function mark(el, seq) {
-    seqs[el.id] = seq;
-    el.querySelectorAll("[id]").forEach(function (d) {
-      seqs[d.id] = seq;
-    });
+    withIds(el).forEach(function (e) { seqs[e.id] = seq; });
   }
 
   // A page's live part is re-fetched when an object it shows changes, and on each connection
@@ -78,10 +74,6 @@
   // the first, the page shows what the stream's connection found, and stays in place until
   // the next change.
   var refreshed = 0;
-  function done() {
-    refreshed++;
-    body.setAttribute("data-refreshed", String(refreshed));
-  }
   function refresh() {
     if (pending) {
       return;
@@ -96,39 +88,44 @@
           return resp.text();
         })
         .then(function (html) {
-          var doc = new DOMParser().parseFromString(html, "text/html");
-          var seq = Number(doc.body.getAttribute("data-seq") || 0);
-          if (document.getElementById("matrix")) {
-            // The fleet page: replace what changed, by id, as cell events do, so that the
-            // matrix (and whatever the user is typing in the filters) stays in place.
-            doc.querySelectorAll("#summary, #matrix [id]").forEach(function (n) {
-              var el = document.getElementById(n.id);
-              if (el && newest(el) <= seq) {
-                mark(el, seq);
-                if (el.outerHTML !== n.outerHTML) {
-                  el.outerHTML = n.outerHTML;
-                }
-              }
-            });
-            done();
-            return;
-          }
-          if (seq < pageSeq) {
-            done();
-            return; // an earlier fetch, answered late
-          }
-          pageSeq = seq;
-          var next = doc.getElementById("live");
-          var current = document.getElementById("live");
-          // Unchanged, the live part stays in place: replacing it would detach the button
-          // the user is clicking (the stream's first connection refreshes every page).
-          if (next && current && current.innerHTML !== next.innerHTML) {
-            current.innerHTML = next.innerHTML;
-          }
-          done();
+          takeIn(html);
+          refreshed++;
+          body.setAttribute("data-refreshed", String(refreshed));
         })
         .catch(stale);
     }, 250);
+  }
+
+  // takeIn puts the live part of a fetched page in place, unless it is older than what the
+  // page shows.
+  function takeIn(html) {
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    var seq = Number(doc.body.getAttribute("data-seq") || 0);
+    if (document.getElementById("matrix")) {
+      // The fleet page: replace what changed, by id, as cell events do, so that the matrix
+      // (and whatever the user is typing in the filters) stays in place.
+      doc.querySelectorAll("#summary, #matrix [id]").forEach(function (n) {
+        var el = document.getElementById(n.id);
+        if (el && newest(el) <= seq) {
+          mark(el, seq);
+          if (el.outerHTML !== n.outerHTML) {
+            el.outerHTML = n.outerHTML;
+          }
+        }
+      });
+      return;
+    }
+    if (seq < pageSeq) {
+      return; // an earlier fetch, answered late
+    }
+    pageSeq = seq;
+    var next = doc.getElementById("live");
+    var current = document.getElementById("live");
+    // Unchanged, the live part stays in place: replacing it would detach the button the user
+    // is clicking (the stream's first connection refreshes every page).
+    if (next && current && current.innerHTML !== next.innerHTML) {
+      current.innerHTML = next.innerHTML;
+    }
   }
 
   var source = new EventSource(url);
