@@ -198,8 +198,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	sch := scheme.New()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme.New(),
+		Scheme:                        sch,
+		MapperProvider:                newMapperProvider(sch),
 		Logger:                        opts.Logger,
 		Cache:                         cacheOpts,
 		Metrics:                       metrics,
@@ -283,6 +285,7 @@ func Run(ctx context.Context, opts Options) error {
 	cacheOptions := clustercache.Options{
 		InCluster: cfg,
 		Handler:   apps.Process,
+		Quiet:     apps.Quiet,
 		Workers:   opts.ClusterWorkers,
 		QPS:       opts.ClusterQPS,
 		Burst:     opts.ClusterBurst,
