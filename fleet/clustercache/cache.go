@@ -37,12 +37,19 @@ const LabelManaged = "navarch.io/managed"
 // (0: only on the next event) or an error (retried with backoff).
 type Handler func(ctx context.Context, r *Remote, app types.NamespacedName) (time.Duration, error)
 
+// Quiet says whether an Application's pass on one cluster can end at once, having nothing to
+// do: then Handler is not called, and the Application is processed again after the duration
+// it returns. It must change nothing, and it logs nothing.
+type Quiet func(ctx context.Context, r *Remote, app types.NamespacedName) (time.Duration, bool)
+
 // Options configure a Cache.
 type Options struct {
 	// InCluster reaches the management cluster; it serves destination `in-cluster`.
 	InCluster *rest.Config
 	// Handler processes queued Applications.
 	Handler Handler
+	// Quiet, when set, is asked first whether an Application's pass can end at once.
+	Quiet Quiet
 	// Workers per cluster. Default 8.
 	Workers int
 	// QPS and Burst of each cluster's client. Defaults 200 and 400.

@@ -71,7 +71,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		onReady: opts.OnReady,
 	}
 	for range opts.Workers {
-		r.workers.Go(func() { r.work(opts.Handler) })
+		r.workers.Go(func() { r.work(opts.Quiet, opts.Handler) })
 	}
 	go func() {
 		<-ctx.Done()
@@ -100,7 +100,7 @@ func (r *Remote) Asked(app types.NamespacedName) uint64 {
 }
 
 // work runs queued Applications through h until the Remote stops.
-func (r *Remote) work(h Handler) {
+func (r *Remote) work(quiet Quiet, h Handler) {
 	for {
 		key, shutdown := r.queue.Get()
 		if shutdown {
@@ -112,7 +112,7 @@ func (r *Remote) work(h Handler) {
 			continue
 		}
 		start := time.Now()
-		after, err := r.handle(h, key)
+		after, err := r.handle(quiet, h, key)
 		reconcileDuration.WithLabelValues(r.Name).Observe(time.Since(start).Seconds())
 		switch {
 		case err != nil:
@@ -132,14 +132,20 @@ func (r *Remote) work(h Handler) {
 	}
 }
 
-// handle runs h with a logger that names the Application, the cluster and a reconcile ID,
-// turning a panic into an error so one bad Application cannot stop the cluster's workers.
-func (r *Remote) handle(h Handler, key types.NamespacedName) (after time.Duration, err error) {
+// handle runs h, unless quiet says the pass can end at once, with a logger that names the
+// Application, the cluster and a reconcile ID, turning a panic into an error so one bad
+// Application cannot stop the cluster's workers.
+func (r *Remote) handle(quiet Quiet, h Handler, key types.NamespacedName) (after time.Duration, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
+	if quiet != nil {
+		if after, ok := quiet(r.ctx, r, key); ok {
+			return after, nil
+		}
+	}
 	log := r.log.WithValues("application", key.String(), "reconcileID", uuid.NewUUID())
 	return h(logr.NewContext(r.ctx, log), r, key)
 }

@@ -116,7 +116,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	st.ReconciledAt = &now
 	res := Result{}
 	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
-	pass := quietPass{uid: app.UID, resourceVersion: app.ResourceVersion, remote: dest, asked: dest.Asked(key)}
+	pass := passOf(app, dest)
 
 	pol, err := e.policyOf(ctx, app, remote)
 	if err != nil {
@@ -138,10 +138,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 		return Result{RequeueAfter: min(fetchErrorWait, e.opts.Source.PollInterval())}, nil
 	}
 	res.RequeueAfter = manifests.NextPoll
-	pass.commit = manifests.Commit
-	if pol != nil {
-		pass.policy = pol.Policy
-	}
+	pass.saw(manifests, pol)
 	if !refresh && e.quiet.same(key, pass) {
 		quietPassCount.WithLabelValues(dest.Name).Inc()
 		return Result{RequeueAfter: manifests.NextPoll, Quiet: true}, nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
+	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/project"
 )
 
@@ -29,6 +31,34 @@ func (e *Engine) Settled(app types.NamespacedName, res Result) {
 	}
 }
 
+// QuietAgain says whether a pass of app on dest would end at once, as quiet: app's last pass
+// was quiet and this one sees what it saw. It only reads app, so the caller may pass the
+// cache's own object rather than a copy; when it says no, the caller makes a full pass
+// (Reconcile). An idle fleet's passes are nearly all quiet, and this spares each the copy of
+// its Application and the reads of a full pass.
+func (e *Engine) QuietAgain(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote) (time.Duration, bool) {
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	pass := passOf(app, dest)
+	if !e.quiet.may(key, pass) {
+		return 0, false // no need to look up the commit: something else changed
+	}
+	remote := clusterOf(dest)
+	pol, err := e.policyOf(ctx, app, remote)
+	if err != nil {
+		return 0, false
+	}
+	manifests, err := e.fetch(ctx, app, remote, pol, nil, nil, false)
+	if err != nil {
+		return 0, false
+	}
+	pass.saw(manifests, pol)
+	if !e.quiet.same(key, pass) {
+		return 0, false
+	}
+	quietPassCount.WithLabelValues(dest.Name).Inc()
+	return manifests.NextPoll, true
+}
+
 // quietPass is what a pass saw before comparing.
 type quietPass struct {
 	uid             types.UID
@@ -37,6 +67,21 @@ type quietPass struct {
 	remote          *clustercache.Remote
 	asked           uint64
 	policy          *project.Policy
+}
+
+// passOf starts the record of a pass of app on dest: what it sees before its Project and
+// sources are read.
+func passOf(app *navarchv1.Application, dest *clustercache.Remote) quietPass {
+	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	return quietPass{uid: app.UID, resourceVersion: app.ResourceVersion, remote: dest, asked: dest.Asked(key)}
+}
+
+// saw completes the record with the commit of the pass's sources and its Project's policy.
+func (p *quietPass) saw(m *source.Manifests, pol *policy) {
+	p.commit = m.Commit
+	if pol != nil {
+		p.policy = pol.Policy
+	}
 }
 
 // quietPasses holds each Application's last quiet pass.
@@ -56,6 +101,16 @@ func (q *quietPasses) same(app types.NamespacedName, p quietPass) bool {
 	}
 	delete(q.m, app)
 	return false
+}
+
+// may reports whether app's last pass was quiet and saw what p sees so far (p's commit and
+// policy aside), leaving the record for same.
+func (q *quietPasses) may(app types.NamespacedName, p quietPass) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	last, ok := q.m[app]
+	p.commit, p.policy = last.commit, last.policy
+	return ok && last == p
 }
 
 // set records p as app's last quiet pass, or forgets it when the pass was not quiet.
