@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -204,6 +205,20 @@ spec:
 	if now.ResourceVersion != settled.ResourceVersion {
 		t.Errorf("the Application was written while nothing changed (resourceVersion %s → %s)", settled.ResourceVersion, now.ResourceVersion)
 	}
+
+	// A status written by someone else queues nothing (the router ignores status changes), but
+	// it is a new version of the Application: the next poll's pass compares, and puts the
+	// status right, rather than ending as quiet on what it saw before.
+	if err := mgmt.Status().Patch(ctx, now, client.RawPatch(types.MergePatchType, []byte(`{"status":{"sync":{"status":"OutOfSync"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the next poll's pass puts the edited status right", func() string {
+		a := getApp(t, app)
+		if a.Status.Sync.Status != navarchv1.SyncStatusSynced {
+			return "sync status " + string(a.Status.Sync.Status)
+		}
+		return ""
+	})
 
 	// A hand edit is an event: selfHeal reverts it.
 	west := workloads["west"].Client
