@@ -59,8 +59,6 @@ type ApplicationReconciler struct {
 	// written remembers each Application as its last status write left it, so a worker never
 	// acts on a cached copy older than its own last write.
 	written ownWrites[*navarchv1.Application]
-	// informed holds the informer's Applications, for Quiet.
-	informed informedApps
 
 	// connected carries ClusterReady notices to the router.
 	connected     chan event.GenericEvent
@@ -346,13 +344,6 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, sources ...so
 		return errMissingDependency("ApplicationReconciler needs Client, Clusters and Engine")
 	}
 	r.connectedOnce.Do(r.initConnected)
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &navarchv1.Application{})
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(&r.informed); err != nil {
-		return err
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
