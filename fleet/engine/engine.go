@@ -116,7 +116,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	st.ReconciledAt = &now
 	res := Result{}
 	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
-	pass := passOf(app, dest)
+	pass := passOf(key, app, dest)
 
 	pol, err := e.policyOf(ctx, app, remote)
 	if err != nil {
@@ -139,8 +139,7 @@ func (e *Engine) Reconcile(ctx context.Context, app *navarchv1.Application, dest
 	}
 	res.RequeueAfter = manifests.NextPoll
 	pass.saw(manifests, pol)
-	if !refresh && e.quiet.same(key, pass) {
-		quietPassCount.WithLabelValues(dest.Name).Inc()
+	if !refresh && e.stillQuiet(key, pass) {
 		return Result{RequeueAfter: manifests.NextPoll, Quiet: true}, nil
 	}
 	opts := e.syncOptions(app)

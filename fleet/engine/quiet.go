@@ -33,12 +33,12 @@ func (e *Engine) Settled(app types.NamespacedName, res Result) {
 
 // QuietAgain says whether a pass of app on dest would end at once, as quiet: app's last pass
 // was quiet and this one sees what it saw. It only reads app, so the caller may pass the
-// cache's own object rather than a copy; when it says no, the caller makes a full pass
+// cache's object without a deep copy; when it says no, the caller makes a full pass
 // (Reconcile). An idle fleet's passes are nearly all quiet, and this spares each the copy of
 // its Application and the reads of a full pass.
 func (e *Engine) QuietAgain(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote) (time.Duration, bool) {
 	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
-	pass := passOf(app, dest)
+	pass := passOf(key, app, dest)
 	if !e.quiet.may(key, pass) {
 		return 0, false // no need to look up the commit: something else changed
 	}
@@ -52,11 +52,20 @@ func (e *Engine) QuietAgain(ctx context.Context, app *navarchv1.Application, des
 		return 0, false
 	}
 	pass.saw(manifests, pol)
-	if !e.quiet.same(key, pass) {
+	if !e.stillQuiet(key, pass) {
 		return 0, false
 	}
-	quietPassCount.WithLabelValues(dest.Name).Inc()
 	return manifests.NextPoll, true
+}
+
+// stillQuiet says whether app's last pass was quiet and saw what p saw, counting the pass as
+// quiet if so.
+func (e *Engine) stillQuiet(app types.NamespacedName, p quietPass) bool {
+	if !e.quiet.same(app, p) {
+		return false
+	}
+	quietPassCount.WithLabelValues(p.remote.Name).Inc()
+	return true
 }
 
 // quietPass is what a pass saw before comparing.
@@ -69,10 +78,9 @@ type quietPass struct {
 	policy          *project.Policy
 }
 
-// passOf starts the record of a pass of app on dest: what it sees before its Project and
-// sources are read.
-func passOf(app *navarchv1.Application, dest *clustercache.Remote) quietPass {
-	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+// passOf starts the record of a pass of app (named key) on dest: what it sees before its
+// Project and sources are read.
+func passOf(key types.NamespacedName, app *navarchv1.Application, dest *clustercache.Remote) quietPass {
 	return quietPass{uid: app.UID, resourceVersion: app.ResourceVersion, remote: dest, asked: dest.Asked(key)}
 }
 
