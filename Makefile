@@ -118,6 +118,10 @@ bench: k8s ## Run the performance benchmarks (budgets in bench/README.md); resul
 bench-fleet: k8s ## Run the fleet-scale benchmark: 100 Clusters × 10,000 Applications on 5 apiservers, navarch controller as its own process (bench/README.md).
 	go test -run='^$$' -bench=BenchmarkFleet -benchtime=1x -count=1 -timeout 90m -v ./bench/fleet/
 
+.PHONY: bench-requests
+bench-requests: k8s ## Measure what each kind of request a sync sends costs a workload cluster's processes (bench/README.md).
+	go test -run='^$$' -bench=BenchmarkRequestCosts -benchtime=1x -count=1 -timeout 30m -v ./bench/fleet/
+
 .PHONY: demo
 demo: git k8s build ## Run the examples on a local fleet (three workload clusters and the controller) until every Application is Synced and Healthy.
 	$(BIN)/navarch demo --examples examples

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -107,7 +108,9 @@ func configFromEnv(b *testing.B) benchConfig {
 //   - bare-s: the reference, a bare client-go loop creating the namespace of each of the
 //     10,000 Applications and server-side applying its 3 objects into it, 16 writers per
 //     apiserver (NAVARCH_BENCH_BARE_WRITERS), no client-side rate limit; run before the
-//     controller starts, into namespaces of its own.
+//     controller starts, into namespaces of its own. Its Services are deleted before the
+//     controller starts (deleteBareServices), so that navarch's Services are allocated their
+//     cluster IPs into the same occupancy as the bare loop's were.
 //   - navarch-s: one ApplicationSet (a matrix of the clusters generator and a list of 100
 //     elements) generates the 10,000 Applications, each automated with CreateNamespace=true
 //     into the namespace <cluster>-<element>; timed from the ApplicationSet's creation until
@@ -292,11 +295,16 @@ func (f *fleet) measure(b *testing.B) {
 	perCluster := f.cfg.apps / f.cfg.clusters
 
 	// The reference, before the controller runs.
-	bareCPU := f.clusterCPU(b)
+	baseline := f.serviceObjects(b)
+	bareCPU, bareServed := f.clusterCPU(b), f.served(b)
+	bareProfiled := f.profileApiserversDuring(b, "bare", 20, f.workloads[0])
 	bare := f.bareApply(b, perCluster)
+	<-bareProfiled
 	bareCPU.since(b, f, "bare")
+	bareServed.since(b, f, "bare")
 	b.Logf("bare: created %d namespaces and server-side applied %d objects on %d apiservers in %.1f s",
 		f.cfg.apps, 3*f.cfg.apps, len(f.workloads), bare.Seconds())
+	f.deleteBareServices(b, perCluster, baseline)
 
 	ctrl := startNavarch(b, f.navarch, f.mgmt.KubeconfigPath(), f.artifacts)
 	waitFor(b, 5*time.Minute, time.Second, "every Cluster to be Ready", func() bool {
@@ -317,7 +325,7 @@ func (f *fleet) measure(b *testing.B) {
 	// navarch: the ApplicationSet, until every Application is Synced and Healthy.
 	set := f.applicationSet(b, perCluster)
 	before, beforeMetrics := ctrl.sample(b), ctrl.mustMetrics(b)
-	syncCPU := f.clusterCPU(b)
+	syncCPU, syncServed := f.clusterCPU(b), f.served(b)
 	start := time.Now()
 	if err := f.c.Create(ctx, set); err != nil {
 		b.Fatal(err)
@@ -330,6 +338,7 @@ func (f *fleet) measure(b *testing.B) {
 		seconds := min(60, max(5, f.cfg.apps/100))
 		ctrl.profile(b, f.artifacts, "sync-cpu.pprof", "profile", fmt.Sprintf("?seconds=%d", seconds), "cpu")
 	}()
+	apiserverProfiled := f.profileApiserversDuring(b, "sync", 20, f.workloads[0], f.mgmt)
 	var created time.Duration
 	waitFor(b, 45*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d Applications Synced and Healthy", f.cfg.apps), func() bool {
 		ctrl.mustRun(b)
@@ -342,7 +351,9 @@ func (f *fleet) measure(b *testing.B) {
 	took := time.Since(start)
 	after := ctrl.sample(b)
 	syncCPU.since(b, f, "navarch")
+	syncServed.since(b, f, "navarch")
 	<-profiled
+	<-apiserverProfiled
 	b.Logf("navarch: the ApplicationSet's %d Applications all existed after %.1f s and were all Synced and Healthy after %.1f s; "+
 		"the controller used %.1f s of CPU meanwhile (RSS %d MB, peak %d MB)",
 		f.cfg.apps, created.Seconds(), took.Seconds(), (after.cpu - before.cpu).Seconds(), after.rssKB>>10, after.hwmKB>>10)
@@ -394,6 +405,23 @@ func (f *fleet) measure(b *testing.B) {
 	b.ReportMetric(float64(end.hwmKB)/1024, "peak-rss-MB")
 	b.ReportMetric(firstSeen.Sub(pushed).Seconds(), "commit-to-first-seen-s")
 	b.ReportMetric(commitToSynced.Seconds(), "commit-to-synced-s")
+}
+
+// profileApiserversDuring starts CPU profiles of the apiservers of clusters over seconds, a
+// little after the phase starting now, so that they hold the phase's steady work, and saves
+// them as <cluster>-<phase>-cpu.pprof; the channel is closed once all are saved.
+func (f *fleet) profileApiserversDuring(b *testing.B, phase string, seconds int, clusters ...*localcluster.Cluster) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(10 * time.Second)
+		var wg sync.WaitGroup
+		for _, c := range clusters {
+			wg.Go(func() { f.apiserverProfile(b, c, c.Name+"-"+phase+"-cpu.pprof", seconds) })
+		}
+		wg.Wait()
+	}()
+	return done
 }
 
 // applicationSet generates perCluster Applications on every Cluster of the fleet: a matrix of
@@ -495,6 +523,88 @@ func (f *fleet) bareApply(b *testing.B, perCluster int) time.Duration {
 		b.FailNow()
 	}
 	return took
+}
+
+// serviceObjects counts, on each workload apiserver, the objects every Service brings: the
+// IPAddress of its cluster IP and the EndpointSlices of its endpoints.
+func (f *fleet) serviceObjects(b *testing.B) []int {
+	b.Helper()
+	ctx := context.Background()
+	out := make([]int, len(f.workloads))
+	for i, w := range f.workloads {
+		kc, err := kubernetes.NewForConfig(w.RESTConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ips, err := kc.NetworkingV1().IPAddresses().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		slices, err := kc.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = len(ips.Items) + len(slices.Items)
+	}
+	return out
+}
+
+// deleteBareServices deletes the bare loop's Services and waits until their IP addresses and
+// endpoint slices are gone too (baseline: serviceObjects before the bare loop). The
+// kube-apiserver's cluster IP allocator lists every allocated address on each Service it
+// creates, so a Service costs the apiserver more CPU the more Services exist (linear in
+// their number; bench/RESULTS.md). Left in place, the bare loop's Services would make every
+// Service navarch creates dearer than the bare loop's own, which it created into apiservers
+// without any; without them, both allocate into the same occupancy. The namespaces and the
+// other objects stay: their number does not change what a request costs.
+func (f *fleet) deleteBareServices(b *testing.B, perCluster int, baseline []int) {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for k, w := range f.workloads {
+		cfg := w.RESTConfig()
+		cfg.QPS, cfg.Burst = 100000, 100000
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		work := make(chan string)
+		for range f.cfg.bareWriters {
+			wg.Go(func() {
+				for ns := range work {
+					if err := kc.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		go func() {
+			defer close(work)
+			for i := k; i < f.cfg.clusters; i += len(f.workloads) {
+				for a := range perCluster {
+					work <- "bare-" + clusterName(i) + "-" + elementName(a)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	var left []int
+	waitFor(b, 10*time.Minute, 2*time.Second, "the bare loop's Services' IP addresses and endpoint slices to be deleted", func() bool {
+		left = f.serviceObjects(b)
+		for i := range left {
+			if left[i] > baseline[i] {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		return fmt.Sprintf("IP addresses and endpoint slices per apiserver: %v, before the bare loop: %v", left, baseline)
+	})
+	b.Logf("bare: deleted its %d Services (and their IP addresses and endpoint slices) in %.1f s", f.cfg.apps, time.Since(start).Seconds())
 }
 
 // idleFigures are the figures of the idle fleet.

@@ -156,33 +156,111 @@ func cpuTimes(b *testing.B, pid int) (own, children time.Duration) {
 }
 
 // clusterCPU is the CPU time used so far by the processes (apiserver, etcd, controllers) of
-// the management cluster and of all workload clusters together.
-type clusterCPU struct{ management, workloads time.Duration }
+// the management cluster and of all workload clusters together; byProcess splits both by
+// process name (kube-apiserver, etcd, kube-controller-manager, ...), the management cluster's
+// prefixed with "management ".
+type clusterCPU struct {
+	management, workloads time.Duration
+	byProcess             map[string]time.Duration
+}
 
 func (f *fleet) clusterCPU(b *testing.B) clusterCPU {
 	b.Helper()
-	sum := func(c *localcluster.Cluster) time.Duration {
+	out := clusterCPU{byProcess: map[string]time.Duration{}}
+	sum := func(c *localcluster.Cluster, prefix string) time.Duration {
 		var total time.Duration
 		for _, pid := range c.PIDs() {
 			own, _ := cpuTimes(b, pid)
 			total += own
+			comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if err != nil {
+				b.Fatal(err)
+			}
+			out.byProcess[prefix+strings.TrimSpace(string(comm))] += own
 		}
 		return total
 	}
-	out := clusterCPU{management: sum(f.mgmt)}
+	out.management = sum(f.mgmt, "management ")
 	for _, w := range f.workloads {
-		out.workloads += sum(w)
+		out.workloads += sum(w, "")
 	}
 	return out
 }
 
-// since logs the CPU the clusters used since c, for the phase named what.
+// since logs the CPU the clusters used since c, for the phase named what, and its split by
+// process.
 func (c clusterCPU) since(b *testing.B, f *fleet, what string) {
 	b.Helper()
 	now := f.clusterCPU(b)
-	b.Logf("%s: the clusters' processes used %.0f s of CPU: the management cluster %.0f s, the workload clusters %.0f s",
+	split := map[string]float64{}
+	for name, t := range now.byProcess {
+		split[name] = (t - c.byProcess[name]).Seconds()
+	}
+	b.Logf("%s: the clusters' processes used %.0f s of CPU: the management cluster %.0f s, the workload clusters %.0f s; by process: %s",
 		what, (now.management + now.workloads - c.management - c.workloads).Seconds(),
-		(now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds())
+		(now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds(), format(split))
+}
+
+// served counts the requests the management apiserver and the workload apiservers (all
+// together) have served so far, by verb and resource, dry runs apart.
+type served struct{ management, workloads map[string]float64 }
+
+func (f *fleet) served(b *testing.B) served {
+	b.Helper()
+	count := func(c *localcluster.Cluster, into map[string]float64) {
+		m, err := apiserverMetrics(context.Background(), c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range m {
+			if s.name != "apiserver_request_total" {
+				continue
+			}
+			key := s.labels["verb"] + " " + s.labels["resource"]
+			if s.labels["dry_run"] != "" {
+				key += " (dry run)"
+			}
+			into[key] += s.value
+		}
+	}
+	out := served{management: map[string]float64{}, workloads: map[string]float64{}}
+	count(f.mgmt, out.management)
+	for _, w := range f.workloads {
+		count(w, out.workloads)
+	}
+	return out
+}
+
+// since logs the requests served since s, for the phase named what; counts below one per
+// hundred Applications are left out.
+func (s served) since(b *testing.B, f *fleet, what string) {
+	b.Helper()
+	now := f.served(b)
+	significant := func(d map[string]float64) map[string]float64 {
+		for k, v := range d {
+			if v < float64(f.cfg.apps)/100 {
+				delete(d, k)
+			}
+		}
+		return d
+	}
+	b.Logf("%s: requests served by the management apiserver: %s", what, format(significant(diff(now.management, s.management))))
+	b.Logf("%s: requests served by the workload apiservers: %s", what, format(significant(diff(now.workloads, s.workloads))))
+}
+
+// apiserverProfile saves a CPU profile of c's kube-apiserver, taken over seconds, as file in
+// the artifacts directory, and logs its top entries.
+func (f *fleet) apiserverProfile(b *testing.B, c *localcluster.Cluster, file string, seconds int) {
+	b.Helper()
+	cfg := c.RESTConfig()
+	cfg.Timeout = time.Duration(seconds+60) * time.Second
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Logf("apiserver profile: %v", err)
+		return
+	}
+	savePprof(b, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", c.Server(), seconds),
+		filepath.Join(f.artifacts, file), "cpu", "apiserver "+c.Name)
 }
 
 // procSample is what /proc says about the controller process at one moment.
@@ -249,20 +327,25 @@ func (p *navarchProcess) metrics() (metricSet, error) {
 // CPU go; NAVARCH_BENCH_KEEP=1 keeps the file for a closer look.
 func (p *navarchProcess) profile(b *testing.B, dir, file, name, query, sampleIndex string) {
 	b.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Get(p.pprofURL + name + query)
+	savePprof(b, &http.Client{Timeout: 5 * time.Minute}, p.pprofURL+name+query, filepath.Join(dir, file), sampleIndex, "controller")
+}
+
+// savePprof saves the pprof profile served at url as path and logs its top entries.
+func savePprof(b *testing.B, hc *http.Client, url, path, sampleIndex, whose string) {
+	b.Helper()
+	resp, err := hc.Get(url)
 	if err != nil {
-		b.Logf("profile %s: %v", name, err)
+		b.Logf("%s profile %s: %v", whose, path, err)
 		return
 	}
 	defer resp.Body.Close()
-	path := filepath.Join(dir, file)
 	out, err := os.Create(path)
 	if err == nil {
 		_, err = io.Copy(out, resp.Body)
 		err = errors.Join(err, out.Close())
 	}
 	if err != nil {
-		b.Logf("profile %s: %v", name, err)
+		b.Logf("%s profile %s: %v", whose, path, err)
 		return
 	}
 	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", "-sample_index="+sampleIndex, path).CombinedOutput()
@@ -270,7 +353,7 @@ func (p *navarchProcess) profile(b *testing.B, dir, file, name, query, sampleInd
 		b.Logf("go tool pprof %s: %v\n%s", path, err, top)
 		return
 	}
-	b.Logf("controller profile %s, top entries:\n%s", path, top)
+	b.Logf("%s profile %s, top entries:\n%s", whose, path, top)
 }
 
 // mustMetrics is metrics, failing the benchmark on an error.
