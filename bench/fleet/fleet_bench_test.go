@@ -154,7 +154,8 @@ type fleet struct {
 	artifacts string
 	mgmt      *localcluster.Cluster
 	workloads []*localcluster.Cluster
-	c         client.Client // the management cluster
+	c         client.Client          // the management cluster
+	kube      []kubernetes.Interface // the workload clusters, without a client-side rate limit
 	git       *gitserver.Server
 	gitLog    *gitRequests
 	repoURL   string
@@ -216,6 +217,15 @@ func startFleet(b *testing.B, cfg benchConfig) *fleet {
 	b.Logf("started %d clusters in %s", len(clusters), time.Since(began).Round(time.Second))
 	f.mgmt, f.workloads = clusters[0], clusters[1:]
 	f.c = clientFor(b, f.mgmt)
+	for _, w := range f.workloads {
+		cfg := w.RESTConfig()
+		cfg.QPS, cfg.Burst = 100000, 100000
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.kube = append(f.kube, kc)
+	}
 
 	if f.git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(artifacts, "git"), Log: f.gitLog}); err != nil {
 		b.Fatal(err)
@@ -481,43 +491,25 @@ func (f *fleet) bareApply(b *testing.B, perCluster int) time.Duration {
 		clients[i] = c
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	for k, cl := range clients {
-		work := make(chan string)
-		for range f.cfg.bareWriters {
-			wg.Go(func() {
-				for ns := range work {
-					if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-						b.Error(err)
-						continue
-					}
-					for _, o := range objs {
-						o := o.DeepCopy()
-						o.SetNamespace(ns)
-						data, err := json.Marshal(o.Object)
-						if err != nil {
-							b.Error(err)
-							continue
-						}
-						if err := cl.Patch(ctx, o, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner("bare"), client.ForceOwnership); err != nil {
-							b.Error(err)
-						}
-					}
-				}
-			})
+	f.onBareNamespaces(perCluster, func(k int, ns string) {
+		cl := clients[k]
+		if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Error(err)
+			return
 		}
-		go func() {
-			defer close(work)
-			// The Applications of this apiserver's Clusters, in the order the ApplicationSet
-			// creates them: Cluster by Cluster.
-			for i := k; i < f.cfg.clusters; i += len(clients) {
-				for a := range perCluster {
-					work <- "bare-" + clusterName(i) + "-" + elementName(a)
-				}
+		for _, o := range objs {
+			o := o.DeepCopy()
+			o.SetNamespace(ns)
+			data, err := json.Marshal(o.Object)
+			if err != nil {
+				b.Error(err)
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			if err := cl.Patch(ctx, o, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner("bare"), client.ForceOwnership); err != nil {
+				b.Error(err)
+			}
+		}
+	})
 	took := time.Since(start)
 	if b.Failed() {
 		b.FailNow()
@@ -525,17 +517,39 @@ func (f *fleet) bareApply(b *testing.B, perCluster int) time.Duration {
 	return took
 }
 
+// onBareNamespaces calls do(k, ns) for each of the bare loop's namespaces, ns on workload
+// apiserver k, with NAVARCH_BENCH_BARE_WRITERS writers per apiserver, in the order the
+// ApplicationSet creates its Applications: Cluster by Cluster. It returns once all are done.
+func (f *fleet) onBareNamespaces(perCluster int, do func(k int, ns string)) {
+	var wg sync.WaitGroup
+	for k := range f.workloads {
+		work := make(chan string)
+		for range f.cfg.bareWriters {
+			wg.Go(func() {
+				for ns := range work {
+					do(k, ns)
+				}
+			})
+		}
+		go func() {
+			defer close(work)
+			for i := k; i < f.cfg.clusters; i += len(f.workloads) {
+				for a := range perCluster {
+					work <- "bare-" + clusterName(i) + "-" + elementName(a)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // serviceObjects counts, on each workload apiserver, the objects every Service brings: the
 // IPAddress of its cluster IP and the EndpointSlices of its endpoints.
 func (f *fleet) serviceObjects(b *testing.B) []int {
 	b.Helper()
 	ctx := context.Background()
-	out := make([]int, len(f.workloads))
-	for i, w := range f.workloads {
-		kc, err := kubernetes.NewForConfig(w.RESTConfig())
-		if err != nil {
-			b.Fatal(err)
-		}
+	out := make([]int, len(f.kube))
+	for i, kc := range f.kube {
 		ips, err := kc.NetworkingV1().IPAddresses().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -561,34 +575,11 @@ func (f *fleet) deleteBareServices(b *testing.B, perCluster int, baseline []int)
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for k, w := range f.workloads {
-		cfg := w.RESTConfig()
-		cfg.QPS, cfg.Burst = 100000, 100000
-		kc, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			b.Fatal(err)
+	f.onBareNamespaces(perCluster, func(k int, ns string) {
+		if err := f.kube[k].CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+			b.Error(err)
 		}
-		work := make(chan string)
-		for range f.cfg.bareWriters {
-			wg.Go(func() {
-				for ns := range work {
-					if err := kc.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-						b.Error(err)
-					}
-				}
-			})
-		}
-		go func() {
-			defer close(work)
-			for i := k; i < f.cfg.clusters; i += len(f.workloads) {
-				for a := range perCluster {
-					work <- "bare-" + clusterName(i) + "-" + elementName(a)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	if b.Failed() {
 		b.FailNow()
 	}

@@ -167,24 +167,28 @@ type clusterCPU struct {
 func (f *fleet) clusterCPU(b *testing.B) clusterCPU {
 	b.Helper()
 	out := clusterCPU{byProcess: map[string]time.Duration{}}
-	sum := func(c *localcluster.Cluster, prefix string) time.Duration {
-		var total time.Duration
-		for _, pid := range c.PIDs() {
-			own, _ := cpuTimes(b, pid)
-			total += own
-			comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-			if err != nil {
-				b.Fatal(err)
-			}
-			out.byProcess[prefix+strings.TrimSpace(string(comm))] += own
-		}
-		return total
-	}
-	out.management = sum(f.mgmt, "management ")
+	out.management = processCPU(b, f.mgmt, "management ", out.byProcess)
 	for _, w := range f.workloads {
-		out.workloads += sum(w, "")
+		out.workloads += processCPU(b, w, "", out.byProcess)
 	}
 	return out
+}
+
+// processCPU adds the CPU time each of c's processes has used so far to into, under its
+// process name (kube-apiserver, etcd, ...) prefixed with prefix, and returns their sum.
+func processCPU(b *testing.B, c *localcluster.Cluster, prefix string, into map[string]time.Duration) time.Duration {
+	b.Helper()
+	var total time.Duration
+	for _, pid := range c.PIDs() {
+		own, _ := cpuTimes(b, pid)
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		into[prefix+strings.TrimSpace(string(comm))] += own
+		total += own
+	}
+	return total
 }
 
 // since logs the CPU the clusters used since c, for the phase named what, and its split by

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -77,14 +76,7 @@ type requestCosts struct {
 // cpu returns the CPU time used so far by each of the cluster's processes, by name.
 func (r *requestCosts) cpu() map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for _, pid := range r.cluster.PIDs() {
-		own, _ := cpuTimes(r.b, pid)
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil {
-			r.b.Fatal(err)
-		}
-		out[strings.TrimSpace(string(comm))] += own
-	}
+	processCPU(r.b, r.cluster, "", out)
 	return out
 }
 
