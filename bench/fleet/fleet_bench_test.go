@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,10 +72,10 @@ func source(release string) map[string]string {
 // of the idle window), NAVARCH_BENCH_BARE_WRITERS (the bare loop's writers per apiserver).
 // NAVARCH_BENCH_KEEP=1 keeps the artifacts directory (cluster and controller logs).
 type benchConfig struct {
-	clusters, apps, apiservers int
-	settle, idle, cpuWindow    time.Duration
-	bareWriters                int
-	keep                       bool
+	clusters, apps, apiservers    int
+	rest, settle, idle, cpuWindow time.Duration
+	bareWriters                   int
+	keep                          bool
 }
 
 func configFromEnv(b *testing.B) benchConfig {
@@ -82,6 +83,7 @@ func configFromEnv(b *testing.B) benchConfig {
 		clusters:    envInt(b, "NAVARCH_BENCH_CLUSTERS", 100),
 		apps:        envInt(b, "NAVARCH_BENCH_APPS", 10000),
 		apiservers:  envInt(b, "NAVARCH_BENCH_APISERVERS", 5),
+		rest:        envDuration(b, "NAVARCH_BENCH_REST", 30*time.Second),
 		settle:      envDuration(b, "NAVARCH_BENCH_SETTLE", 30*time.Second),
 		idle:        envDuration(b, "NAVARCH_BENCH_IDLE", 210*time.Second),
 		bareWriters: envInt(b, "NAVARCH_BENCH_BARE_WRITERS", 16),
@@ -304,13 +306,18 @@ func (f *fleet) measure(b *testing.B) {
 	ctx := context.Background()
 	perCluster := f.cfg.apps / f.cfg.clusters
 
+	// What the clusters use with nothing asking anything of them, before the reference.
+	restStart := f.clusterCPU(b)
+	time.Sleep(f.cfg.rest)
+	restCores := restStart.since(b, f, fmt.Sprintf("at rest, over %s", f.cfg.rest)).Seconds() / f.cfg.rest.Seconds()
+
 	// The reference, before the controller runs.
 	baseline := f.serviceObjects(b)
 	bareCPU, bareServed := f.clusterCPU(b), f.served(b)
 	bareProfiled := f.profileApiserversDuring(b, "bare", 20, f.workloads[0])
 	bare := f.bareApply(b, perCluster)
 	<-bareProfiled
-	bareCPU.since(b, f, "bare")
+	bareUsed := bareCPU.since(b, f, "bare")
 	bareServed.since(b, f, "bare")
 	b.Logf("bare: created %d namespaces and server-side applied %d objects on %d apiservers in %.1f s",
 		f.cfg.apps, 3*f.cfg.apps, len(f.workloads), bare.Seconds())
@@ -360,7 +367,7 @@ func (f *fleet) measure(b *testing.B) {
 	}, func() string { return tr.summary(f.commit) })
 	took := time.Since(start)
 	after := ctrl.sample(b)
-	syncCPU.since(b, f, "navarch")
+	syncUsed := syncCPU.since(b, f, "navarch")
 	syncServed.since(b, f, "navarch")
 	<-profiled
 	<-apiserverProfiled
@@ -372,6 +379,13 @@ func (f *fleet) measure(b *testing.B) {
 		format(diff(ctrl.mustMetrics(b).sum("navarch_cluster_reconcile_total", "result", nil), beforeMetrics.sum("navarch_cluster_reconcile_total", "result", nil))))
 
 	idle := f.measureIdle(b, ctrl)
+	// Both phases keep the machine's cores busy, so the ratio of their rates is about the
+	// ratio of the CPU they cost; part of that cost is the clusters' background, which grows
+	// with a phase's length: the work of each phase is what it cost beyond it.
+	bareWork := bareUsed.Seconds() - restCores*bare.Seconds()
+	navarchWork := syncUsed.Seconds() + (after.cpu - before.cpu).Seconds() - idle.clusterCores*took.Seconds()
+	b.Logf("the clusters' background: %.3f cores at rest, %.3f with the synced fleet idle; the work beyond it: bare %.0f CPU-s, navarch %.0f CPU-s (clusters and controller), %.0f %%",
+		restCores, idle.clusterCores, bareWork, navarchWork, 100*bareWork/navarchWork)
 	ctrl.profile(b, f.artifacts, "idle-heap.pprof", "heap", "?gc=1", "inuse_space")
 	ctrl.profile(b, f.artifacts, "idle-cpu.pprof", "profile", "?seconds=30", "cpu")
 
@@ -404,6 +418,9 @@ func (f *fleet) measure(b *testing.B) {
 	b.ReportMetric((after.cpu - before.cpu).Seconds(), "sync-cpu-s")
 	b.ReportMetric(idle.cpuPct, "idle-cpu-%")
 	b.ReportMetric(idle.cpuPctAll, "idle-cpu-3.5m-%")
+	b.ReportMetric(restCores, "clusters-rest-cores")
+	b.ReportMetric(idle.clusterCores, "clusters-idle-cores")
+	b.ReportMetric(100*bareWork/navarchWork, "work-%-of-bare")
 	b.ReportMetric(idle.writes, "idle-writes")
 	b.ReportMetric(idle.reqPerMinWorkload, "idle-req/min-workload")
 	b.ReportMetric(idle.reqPerMinMgmt, "idle-req/min-mgmt")
@@ -544,27 +561,41 @@ func (f *fleet) onBareNamespaces(perCluster int, do func(k int, ns string)) {
 }
 
 // serviceObjects counts, on each workload apiserver, the objects every Service brings: the
-// IPAddress of its cluster IP and the EndpointSlices of its endpoints.
+// IPAddress of its cluster IP, its Endpoints and the EndpointSlices of its endpoints.
 func (f *fleet) serviceObjects(b *testing.B) []int {
 	b.Helper()
 	ctx := context.Background()
+	// A list of one item tells how many remain: the count without the objects.
+	count := func(list func(context.Context, metav1.ListOptions) (kruntime.Object, error)) int {
+		l, err := list(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		acc, err := meta.ListAccessor(l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := meta.LenList(l)
+		if r := acc.GetRemainingItemCount(); r != nil {
+			n += int(*r)
+		}
+		return n
+	}
 	out := make([]int, len(f.kube))
 	for i, kc := range f.kube {
-		ips, err := kc.NetworkingV1().IPAddresses().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		slices, err := kc.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[i] = len(ips.Items) + len(slices.Items)
+		out[i] = count(func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			return kc.NetworkingV1().IPAddresses().List(ctx, o)
+		}) + count(func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			return kc.CoreV1().Endpoints("").List(ctx, o) //nolint:staticcheck // the endpoints controller still writes them
+		}) + count(func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			return kc.DiscoveryV1().EndpointSlices("").List(ctx, o)
+		})
 	}
 	return out
 }
 
-// deleteBareServices deletes the bare loop's Services and waits until their IP addresses and
-// endpoint slices are gone too (baseline: serviceObjects before the bare loop). The
+// deleteBareServices deletes the bare loop's Services and waits until their IP addresses,
+// Endpoints and endpoint slices are gone too (baseline: serviceObjects before the bare loop). The
 // kube-apiserver's cluster IP allocator lists every allocated address on each Service it
 // creates, so a Service costs the apiserver more CPU the more Services exist (linear in
 // their number; bench/RESULTS.md). Left in place, the bare loop's Services would make every
@@ -584,7 +615,7 @@ func (f *fleet) deleteBareServices(b *testing.B, perCluster int, baseline []int)
 		b.FailNow()
 	}
 	var left []int
-	waitFor(b, 10*time.Minute, 2*time.Second, "the bare loop's Services' IP addresses and endpoint slices to be deleted", func() bool {
+	waitFor(b, 10*time.Minute, 2*time.Second, "the bare loop's Services' IP addresses, Endpoints and endpoint slices to be deleted", func() bool {
 		left = f.serviceObjects(b)
 		for i := range left {
 			if left[i] > baseline[i] {
@@ -593,9 +624,9 @@ func (f *fleet) deleteBareServices(b *testing.B, perCluster int, baseline []int)
 		}
 		return true
 	}, func() string {
-		return fmt.Sprintf("IP addresses and endpoint slices per apiserver: %v, before the bare loop: %v", left, baseline)
+		return fmt.Sprintf("IP addresses, Endpoints and endpoint slices per apiserver: %v, before the bare loop: %v", left, baseline)
 	})
-	b.Logf("bare: deleted its %d Services (and their IP addresses and endpoint slices) in %.1f s", f.cfg.apps, time.Since(start).Seconds())
+	b.Logf("bare: deleted its %d Services (and their IP addresses, Endpoints and endpoint slices) in %.1f s", f.cfg.apps, time.Since(start).Seconds())
 }
 
 // idleFigures are the figures of the idle fleet.
@@ -607,6 +638,7 @@ type idleFigures struct {
 	gitPerPoll                       float64
 	rssMB, heapMB                    float64
 	quietPasses                      float64
+	clusterCores                     float64 // the clusters' processes over the 2 minutes
 }
 
 // snapshot is every counter the idle measurement compares, read at one moment.
@@ -614,11 +646,12 @@ type snapshot struct {
 	proc       procSample
 	controller metricSet   // the controller's own metrics
 	apiservers []metricSet // management first, then the workload clusters
+	clusters   clusterCPU
 }
 
 func (f *fleet) snapshot(b *testing.B, ctrl *navarchProcess) snapshot {
 	b.Helper()
-	s := snapshot{proc: ctrl.sample(b)}
+	s := snapshot{proc: ctrl.sample(b), clusters: f.clusterCPU(b)}
 	var err error
 	if s.controller, err = ctrl.metrics(); err != nil {
 		b.Fatal(err)
@@ -653,6 +686,7 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	b.Logf("idle: over %s the controller used %.2f s of CPU, %.2f %% of one core (budget < 5 %%); over the whole %s window %.2f %%, and its git children %.2f s",
 		window.Round(time.Second), (m.proc.cpu - a.proc.cpu).Seconds(), out.cpuPct, z.proc.at.Sub(a.proc.at).Round(time.Second), out.cpuPctAll,
 		(z.proc.children - a.proc.children).Seconds())
+	out.clusterCores = a.clusters.until(b, m.clusters, fmt.Sprintf("idle, over %s", window.Round(time.Second))).Seconds() / window.Seconds()
 
 	// The controller's own requests, by apiserver (its client-go metrics, by host).
 	hostOf := map[string]string{}

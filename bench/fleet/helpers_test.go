@@ -84,6 +84,7 @@ func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProce
 		"--webhook-bind-address", webhookAddr,
 		"--pprof-bind-address", pprofAddr,
 		"--git-cache-dir", filepath.Join(artifacts, "git-cache"))
+	p.cmd.Args = append(p.cmd.Args, strings.Fields(os.Getenv("NAVARCH_BENCH_CONTROLLER_ARGS"))...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = controllerProcAttr()
 	if err := p.cmd.Start(); err != nil {
@@ -192,17 +193,24 @@ func processCPU(b *testing.B, c *localcluster.Cluster, prefix string, into map[s
 }
 
 // since logs the CPU the clusters used since c, for the phase named what, and its split by
-// process.
-func (c clusterCPU) since(b *testing.B, f *fleet, what string) {
+// process; it returns the total.
+func (c clusterCPU) since(b *testing.B, f *fleet, what string) time.Duration {
 	b.Helper()
-	now := f.clusterCPU(b)
+	return c.until(b, f.clusterCPU(b), what)
+}
+
+// until logs the CPU the clusters used from c to now, for the phase named what, and its split
+// by process; it returns the total.
+func (c clusterCPU) until(b *testing.B, now clusterCPU, what string) time.Duration {
+	b.Helper()
 	split := map[string]float64{}
 	for name, t := range now.byProcess {
 		split[name] = (t - c.byProcess[name]).Seconds()
 	}
-	b.Logf("%s: the clusters' processes used %.0f s of CPU: the management cluster %.0f s, the workload clusters %.0f s; by process: %s",
-		what, (now.management + now.workloads - c.management - c.workloads).Seconds(),
-		(now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds(), format(split))
+	used := now.management + now.workloads - c.management - c.workloads
+	b.Logf("%s: the clusters' processes used %.1f s of CPU: the management cluster %.1f s, the workload clusters %.1f s; by process: %s",
+		what, used.Seconds(), (now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds(), format(split))
+	return used
 }
 
 // served counts the requests the management apiserver and the workload apiservers (all
