@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	fleetsource "github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
@@ -133,6 +134,63 @@ func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
 			t.Errorf("the hook is part of the compared resources: %+v", r)
 		}
 	}
+	// The operation was seen running while its hook ran: an Event for its start, one for its
+	// end.
+	waitForOperationEvents(t, app, []string{"OperationStarted: sync of " + short(got) + " started by test", "OperationSucceeded: synced " + short(got) + ": successfully synced"})
+}
+
+// An operation that starts and ends in one pass was never seen running: one Event, at its
+// end, says who started it.
+func TestAnOperationEndedInItsFirstPassIsOneEvent(t *testing.T) {
+	ns := testenv.Namespace(t, mgmt)
+	url := repo(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata: {text: hello}\n"})
+	app := manualApp(t, ns, url, "app", "east", ns+"-app", "")
+	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
+	requestSync(t, app)
+	got := waitForApp(t, app, "sync finished", operationDone)
+	if p := got.Status.OperationState.Phase; p != navarchv1.OperationSucceeded {
+		t.Fatalf("operation %s: %s", p, got.Status.OperationState.Message)
+	}
+	waitForOperationEvents(t, app, []string{"OperationSucceeded: synced " + short(got) + " (started by test): successfully synced"})
+	testenv.Consistently(t, 3*time.Second, "no other operation Event", func() string {
+		if got := operationEvents(t, app); len(got) != 1 {
+			return fmt.Sprintf("Events %q", got)
+		}
+		return ""
+	})
+}
+
+// short is the abbreviated revision of a's operation, as Events give it.
+func short(a *navarchv1.Application) string {
+	return fleetsource.ShortRevision(a.Status.OperationState.SyncResult.Revision)
+}
+
+// operationEvents are the "Reason: message" of the operation Events of app, oldest first.
+func operationEvents(t *testing.T, app *navarchv1.Application) []string {
+	t.Helper()
+	var events corev1.EventList
+	if err := mgmt.List(context.Background(), &events, client.InNamespace(app.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	var out []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == app.Name && strings.HasPrefix(e.Reason, "Operation") {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
+
+// waitForOperationEvents waits until app's operation Events are want.
+func waitForOperationEvents(t *testing.T, app *navarchv1.Application, want []string) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("the Events %q", want), func() string {
+		if got := operationEvents(t, app); !slices.Equal(got, want) {
+			return fmt.Sprintf("Events %q", got)
+		}
+		return ""
+	})
 }
 
 // Seed 1: a failing PreSync hook fails the operation, the SyncFail hook runs, and nothing of

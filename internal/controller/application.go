@@ -261,6 +261,9 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 		}
 	}
 	started := before == nil || !before.StartedAt.Equal(&after.StartedAt)
+	// An operation that starts and ends in the same pass was never seen running: its end's
+	// Event says who started it, and no OperationStarted precedes it.
+	startedBy := ""
 	if started {
 		who := "a user"
 		switch {
@@ -270,7 +273,11 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 			who = after.Operation.InitiatedBy.Username
 		}
 		log.Info("Operation started", "initiatedBy", who)
-		event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %s started by %s", fleetsource.ShortRevision(after.SyncResult.Revision), who))
+		if after.Phase == navarchv1.OperationRunning {
+			event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %s started by %s", fleetsource.ShortRevision(after.SyncResult.Revision), who))
+		} else {
+			startedBy = " (started by " + who + ")"
+		}
 	}
 	if !started && after.RetryCount > before.RetryCount {
 		next := ""
@@ -285,10 +292,14 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 	}
 	if after.Phase == navarchv1.OperationSucceeded {
 		log.Info("Operation succeeded", "message", after.Message)
-		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), after.Message))
+		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %s%s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), startedBy, after.Message))
 	} else {
 		log.Info("Operation ended", "phase", after.Phase, "reason", after.Message, "retries", after.RetryCount)
-		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), after.Message)
+		msg := after.Message
+		if startedBy != "" {
+			msg = fmt.Sprintf("sync of %s%s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), startedBy, msg)
+		}
+		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), msg)
 	}
 	operationResults.WithLabelValues(string(after.Phase)).Inc()
 	if after.FinishedAt != nil {
