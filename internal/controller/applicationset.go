@@ -80,6 +80,8 @@ type ApplicationSetReconciler struct {
 
 	// written remembers each ApplicationSet as this controller's last write left it.
 	written ownWrites[*navarchv1.ApplicationSet]
+	// unseen are the Applications passes created that the cache has not shown yet.
+	unseen unseenCreations
 }
 
 // Reconcile runs one generation pass: generate → render → check → create/update/delete.
@@ -90,6 +92,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.unseen.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -155,8 +158,9 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			settings[app.Name] = withoutAutomatedSync(app)
 		}
 	}
-	p := r.plan(set, exp, existing)
+	p := r.plan(set, exp, existing, r.unseen.awaited(req.NamespacedName, existing, time.Now()))
 	done := r.execute(ctx, &p)
+	r.unseen.add(req.NamespacedName, done.createdNames, time.Now())
 	for _, app := range p.delete {
 		r.commitStatuses.written.Delete(app.UID)
 	}
@@ -166,7 +170,7 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	if errs := len(writeErrs) + len(exp.Problems); errs > 0 || done.created+done.updated+done.deleted > 0 || p.held > 0 || p.deferred > 0 {
 		kv := []any{"applicationSet", klog.KObj(set), "created", done.created, "updated", done.updated, "deleted", done.deleted,
-			"errors", errs, "heldDeletions", p.held, "deferredDeletions", p.deferred}
+			"errors", errs, "heldDeletions", p.held, "deferredDeletions", p.deferred, "awaitedCreations", p.awaited}
 		if first := firstProblem(writeErrs, exp.Problems); first != "" {
 			kv = append(kv, "firstError", first) // the others are in the status
 		}
@@ -202,7 +206,13 @@ func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{RequeueAfter: r.ErrorRequeue}, nil
 	}
 	outcome = "success"
-	return ctrl.Result{RequeueAfter: generators.MinRequeue(max(exp.RequeueAfter, requeue), rolloutRequeue)}, nil
+	after := generators.MinRequeue(max(exp.RequeueAfter, requeue), rolloutRequeue)
+	if p.awaited > 0 {
+		// Their watch events queue the next pass; this one only ends the wait of one the
+		// cache never shows.
+		after = generators.MinRequeue(after, unseenFor)
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // rateLimits sets the RateLimited condition from what GitHub reported during the pass, and
@@ -241,6 +251,9 @@ type plan struct {
 	errs map[string]error
 	// deferred counts deletions that wait for a later step's (deletionOrder Reverse).
 	deferred int
+	// awaited counts the generated Applications an earlier pass created that the cache does not
+	// show yet: they are neither created again nor reported.
+	awaited int
 }
 
 // hold is why a pass deletes none of the Applications that are no longer generated.
@@ -259,7 +272,7 @@ const (
 	holdWrites
 )
 
-func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *appset.Expansion, existing map[string]*navarchv1.Application) plan {
+func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *appset.Expansion, existing map[string]*navarchv1.Application, awaited map[string]bool) plan {
 	policy := navarchv1.ApplicationsSyncSync
 	preserve := false
 	if sp := set.Spec.SyncPolicy; sp != nil {
@@ -277,6 +290,10 @@ func (r *ApplicationSetReconciler) plan(set *navarchv1.ApplicationSet, exp *apps
 		generated[app.Name] = true
 		desired := r.desired(set, app, preserve)
 		live, ok := existing[app.Name]
+		if !ok && awaited[app.Name] {
+			p.awaited++
+			continue
+		}
 		if !ok {
 			p.create = append(p.create, desired)
 			continue
@@ -462,6 +479,8 @@ func deletionBudget(set *navarchv1.ApplicationSet, existing int) (int, bool) {
 // applied is what execute did: the writes that succeeded and the ones that failed.
 type applied struct {
 	created, updated, deleted int
+	// createdNames are the Applications created.
+	createdNames []string
 	// errs are the failed writes by Application name.
 	errs map[string]error
 }
@@ -542,6 +561,7 @@ func (r *ApplicationSetReconciler) writeAll(ctx context.Context, p *plan, writes
 		switch w.op {
 		case "create":
 			out.created++
+			out.createdNames = append(out.createdNames, w.app.Name)
 		case "update":
 			out.updated++
 		case "delete":
