@@ -68,6 +68,7 @@ the kubeconfig like kubectl.`,
 	f.DurationVar(&opts.ErrorRequeue, "error-requeue", 0, "how soon a failed pass is retried (default 10s)")
 	f.StringSliceVar(&opts.Controllers, "controllers", nil, "controllers to run: applicationset, application, cluster (default: all)")
 	f.IntVar(&opts.ClusterWorkers, "cluster-workers", 8, "Applications synced at once per destination cluster")
+	f.IntVar(&opts.APIServerWorkers, "apiserver-workers", 32, "Applications synced at once per apiserver, over the destination clusters that reach it with the same credentials")
 	f.Float32Var(&opts.ClusterQPS, "cluster-api-qps", 200, "queries per second to each destination cluster")
 	f.IntVar(&opts.ClusterBurst, "cluster-api-burst", 400, "burst of queries to each destination cluster")
 	f.DurationVar(&opts.ClusterProbeInterval, "cluster-probe-interval", 30*time.Second, "how often each Cluster is probed")

@@ -42,6 +42,9 @@ type apiserver struct {
 	ctx       context.Context // ends when the last Remote using it stops
 	cancel    context.CancelFunc
 	users     int // Remotes using it; guarded by the Cache's mutex
+	// slots holds one token per Application pass running on the apiserver, whichever of its
+	// Remotes runs it (Options.APIServerWorkers).
+	slots chan struct{}
 
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]*watch
@@ -61,7 +64,7 @@ type watch struct {
 	synced   chan struct{} // closed once the first list is in the cache
 }
 
-func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger) (*apiserver, error) {
+func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger, workers int) (*apiserver, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -84,6 +87,7 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 		informers: map[schema.GroupVersionResource]*watch{},
 		routes:    map[types.NamespacedName]*Remote{},
 		asked:     map[types.NamespacedName]uint64{},
+		slots:     make(chan struct{}, workers),
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,5 +207,86 @@ func TestConnectKeepsTheRemoteOfUnchangedBytesAndReplacesAChangedOne(t *testing.
 	var cfgErr *ConfigError
 	if _, err := cache.Connect(cluster, []byte("clusters: [")); !errors.As(err, &cfgErr) {
 		t.Fatalf("a kubeconfig that does not parse: got %v, want a ConfigError", err)
+	}
+}
+
+// Clusters that share an apiserver share its slots: however many workers each has, no more
+// than APIServerWorkers Applications run on the apiserver at once; a Cluster reaching the same
+// server as another identity has slots of its own.
+func TestClustersOfOneApiserverShareItsSlots(t *testing.T) {
+	const slots = 3
+	var mu sync.Mutex
+	running := map[string]int{} // by apiserver key
+	most := 0
+	release := make(chan struct{})
+	ran := make(chan string, 16)
+	cache := New(t.Context(), Options{
+		InCluster:        &rest.Config{Host: "https://127.0.0.1:1"},
+		Workers:          4,
+		APIServerWorkers: slots,
+		Handler: func(_ context.Context, r *Remote, _ types.NamespacedName) (time.Duration, error) {
+			mu.Lock()
+			running[r.api.key]++
+			if r.Name != "other" {
+				most = max(most, running[r.api.key])
+			}
+			mu.Unlock()
+			ran <- r.Name
+			<-release
+			mu.Lock()
+			running[r.api.key]--
+			mu.Unlock()
+			return 0, nil
+		},
+	})
+	connect := func(name string, kubeconfig []byte) *Remote {
+		t.Helper()
+		r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, kubeconfig)
+		if err != nil {
+			t.Fatalf("Connect %s: %v", name, err)
+		}
+		return r
+	}
+	teamA, teamB := connect("team-a", kubeconfigFor("a", "t0ken")), connect("team-b", kubeconfigFor("b", "t0ken"))
+	for i := range 4 {
+		teamA.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
+		teamB.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("b%d", i)})
+	}
+	for range slots {
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("fewer Applications than slots started")
+		}
+	}
+	select {
+	case name := <-ran:
+		t.Fatalf("an Application of %s started while all %d slots of its apiserver were taken", name, slots)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	other := connect("other", kubeconfigFor("o", "another-token"))
+	other.Enqueue(types.NamespacedName{Namespace: "apps", Name: "o"})
+	select {
+	case name := <-ran:
+		if name != "other" {
+			t.Fatalf("%s started while its apiserver's slots were taken", name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("another identity's Cluster waited for the slots of team-a's apiserver")
+	}
+
+	close(release)
+	for range 8 - slots {
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the queued Applications did not all run once slots were free")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != slots {
+		t.Errorf("at most %d Applications ran at once on the shared apiserver, want %d", most, slots)
 	}
 }

@@ -52,6 +52,12 @@ type Options struct {
 	Quiet Quiet
 	// Workers per cluster. Default 8.
 	Workers int
+	// APIServerWorkers bounds the Applications synced at once on one apiserver, over all the
+	// Clusters that share it (same server and credentials): twenty Clusters on one apiserver
+	// would otherwise send it twenty times one Cluster's requests at once, and each request
+	// costs the apiserver more the more run at once. Default 32; a Cluster alone on its
+	// apiserver runs at most Workers.
+	APIServerWorkers int
 	// QPS and Burst of each cluster's client. Defaults 200 and 400.
 	QPS   float32
 	Burst int
@@ -91,6 +97,9 @@ var ErrNotOwned = errors.New("synced by another replica")
 func New(ctx context.Context, opts Options) *Cache {
 	if opts.Workers <= 0 {
 		opts.Workers = 8
+	}
+	if opts.APIServerWorkers <= 0 {
+		opts.APIServerWorkers = 32
 	}
 	if opts.QPS <= 0 {
 		opts.QPS = 200
@@ -179,7 +188,7 @@ func (c *Cache) apiserverLocked(cfg *rest.Config, fingerprint string) (*apiserve
 	api, ok := c.apis[key]
 	if !ok {
 		var err error
-		if api, err = newAPIServer(c.ctx, key, cfg, c.opts.Logger); err != nil {
+		if api, err = newAPIServer(c.ctx, key, cfg, c.opts.Logger, c.opts.APIServerWorkers); err != nil {
 			return nil, err
 		}
 		c.apis[key] = api

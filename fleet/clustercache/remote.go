@@ -146,6 +146,12 @@ func (r *Remote) handle(quiet Quiet, h Handler, key types.NamespacedName) (after
 			return after, nil
 		}
 	}
+	select {
+	case r.api.slots <- struct{}{}:
+		defer func() { <-r.api.slots }()
+	case <-r.ctx.Done():
+		return 0, nil // stopped: a new Remote queues the cluster's Applications again
+	}
 	log := r.log.WithValues("application", key.String(), "reconcileID", uuid.NewUUID())
 	return h(logr.NewContext(r.ctx, log), r, key)
 }

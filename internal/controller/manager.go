@@ -86,6 +86,9 @@ type Options struct {
 	Controllers []string
 	// ClusterWorkers is the number of Applications synced at once per cluster. Default 8.
 	ClusterWorkers int
+	// APIServerWorkers is the number of Applications synced at once per apiserver, over all
+	// the Clusters that reach it with the same credentials. Default 32.
+	APIServerWorkers int
 	// ClusterQPS and ClusterBurst limit the client of each destination cluster. Defaults 200
 	// and 400.
 	ClusterQPS   float32
@@ -283,14 +286,15 @@ func Run(ctx context.Context, opts Options) error {
 		Events:             mgr.GetEventRecorder("navarch"),
 	}
 	cacheOptions := clustercache.Options{
-		InCluster: cfg,
-		Handler:   apps.Process,
-		Quiet:     apps.Quiet,
-		Workers:   opts.ClusterWorkers,
-		QPS:       opts.ClusterQPS,
-		Burst:     opts.ClusterBurst,
-		Logger:    opts.Logger.WithName("clusters"),
-		OnReady:   func(name string) { apps.ClusterReady(ctx, name) },
+		InCluster:        cfg,
+		Handler:          apps.Process,
+		Quiet:            apps.Quiet,
+		Workers:          opts.ClusterWorkers,
+		APIServerWorkers: opts.APIServerWorkers,
+		QPS:              opts.ClusterQPS,
+		Burst:            opts.ClusterBurst,
+		Logger:           opts.Logger.WithName("clusters"),
+		OnReady:          func(name string) { apps.ClusterReady(ctx, name) },
 	}
 	if opts.ShardClusters {
 		if apps.Shards, err = newShards(ctx, mgr, cfg, opts); err != nil {
