@@ -31,6 +31,16 @@ current-context: %[1]s
 `, contextName, token)
 }
 
+// connectCluster connects Cluster name with kubeconfig, failing the test if it cannot.
+func connectCluster(t *testing.T, cache *Cache, name string, kubeconfig []byte) *Remote {
+	t.Helper()
+	r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, kubeconfig)
+	if err != nil {
+		t.Fatalf("Connect %s: %v", name, err)
+	}
+	return r
+}
+
 // trackedConfigMap is a managed object as the watch hands it to its handlers: ConfigMap
 // ns/settings, tracked by app, through the caches' transform.
 func trackedConfigMap(app types.NamespacedName, ns string) any {
@@ -65,14 +75,7 @@ func TestClustersOfOneServerAndIdentityShareItsWatchesAndEachEventQueuesOneClust
 			return 0, nil
 		},
 	})
-	connect := func(name string, kubeconfig []byte) *Remote {
-		t.Helper()
-		r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, kubeconfig)
-		if err != nil {
-			t.Fatalf("Connect %s: %v", name, err)
-		}
-		return r
-	}
+	connect := func(name string, kubeconfig []byte) *Remote { return connectCluster(t, cache, name, kubeconfig) }
 	next := func() run {
 		t.Helper()
 		select {
@@ -239,14 +242,7 @@ func TestClustersOfOneApiserverShareItsSlots(t *testing.T) {
 			return 0, nil
 		},
 	})
-	connect := func(name string, kubeconfig []byte) *Remote {
-		t.Helper()
-		r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, kubeconfig)
-		if err != nil {
-			t.Fatalf("Connect %s: %v", name, err)
-		}
-		return r
-	}
+	connect := func(name string, kubeconfig []byte) *Remote { return connectCluster(t, cache, name, kubeconfig) }
 	teamA, teamB := connect("team-a", kubeconfigFor("a", "t0ken")), connect("team-b", kubeconfigFor("b", "t0ken"))
 	for i := range 4 {
 		teamA.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
