@@ -140,18 +140,17 @@ func TestPreSyncHookRunsFirstAndIsDeletedAfterSuccess(t *testing.T) {
 }
 
 // An operation that starts and ends in one pass was never seen running: one Event, at its
-// end, says who started it.
+// end, says who started it. An automated sync of a ConfigMap is such an operation (a
+// requested one is first recorded as running, so that a crash cannot lose it).
 func TestAnOperationEndedInItsFirstPassIsOneEvent(t *testing.T) {
 	ns := testenv.Namespace(t, mgmt)
 	url := repo(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata: {text: hello}\n"})
-	app := manualApp(t, ns, url, "app", "east", ns+"-app", "")
-	waitForApp(t, app, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
-	requestSync(t, app)
-	got := waitForApp(t, app, "sync finished", operationDone)
-	if p := got.Status.OperationState.Phase; p != navarchv1.OperationSucceeded {
-		t.Fatalf("operation %s: %s", p, got.Status.OperationState.Message)
+	app := manualApp(t, ns, url, "app", "east", ns+"-app", "    automated: {}")
+	got := waitForApp(t, app, "Synced and Healthy", syncedAndHealthy)
+	if st := got.Status.OperationState; st == nil || st.Phase != navarchv1.OperationSucceeded {
+		t.Fatalf("operation state %+v, want Succeeded", st)
 	}
-	waitForOperationEvents(t, app, []string{"OperationSucceeded: synced " + short(got) + " (started by test): successfully synced"})
+	waitForOperationEvents(t, app, []string{"OperationSucceeded: synced " + short(got) + " (started by automated sync): successfully synced"})
 	testenv.Consistently(t, 3*time.Second, "no other operation Event", func() string {
 		if got := operationEvents(t, app); len(got) != 1 {
 			return fmt.Sprintf("Events %q", got)
