@@ -435,3 +435,43 @@ spec:
 		return ""
 	})
 }
+
+// In a namespace the sync creates, the object applied first is not dry-run: nothing of the
+// attempt precedes its apply, so the apply tells whether the server accepts it. The others
+// are, so an invalid one still applies nothing; an invalid first one fails the attempt as its
+// dry run would have.
+func TestTheFirstObjectInANewNamespaceIsValidatedByItsApply(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.Namespace(t, mgmt)
+	east := workloads["east"].Client
+	url := repo(t, map[string]string{
+		"good/a.yaml": configMap("a", "1"), "good/b.yaml": configMap("b", "2"), "good/c.yaml": configMap("c", "3"),
+		// ConfigMap keys may not hold a space: the server refuses the object.
+		"first-bad/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {\"not a key\": x}\n",
+		"first-bad/b.yaml": configMap("b", "2"),
+	})
+
+	good := manualApp(t, ns, url, "good", "east", ns+"-good", "")
+	waitForApp(t, good, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
+	before := dryRunCount(t, "east")
+	requestSync(t, good)
+	got := waitForApp(t, good, "sync finished", operationDone)
+	if p := got.Status.OperationState.Phase; p != navarchv1.OperationSucceeded {
+		t.Fatalf("operation %s: %s", p, got.Status.OperationState.Message)
+	}
+	if n := dryRunCount(t, "east") - before; n != 2 {
+		t.Errorf("the first sync of 3 objects into a new namespace made %v dry runs, want 2 (not the first object's)", n)
+	}
+
+	bad := manualApp(t, ns, url, "first-bad", "east", ns+"-bad", "")
+	waitForApp(t, bad, "OutOfSync", func(a *navarchv1.Application) bool { return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync })
+	requestSync(t, bad)
+	got = waitForApp(t, bad, "sync finished", operationDone)
+	st := got.Status.OperationState
+	if st.Phase != navarchv1.OperationFailed || !strings.HasPrefix(st.Message, "nothing was applied: ConfigMap a: ") || !strings.Contains(st.Message, "not a key") {
+		t.Errorf("operation %s: %q; want Failed with \"nothing was applied: ConfigMap a: …\" naming the key", st.Phase, st.Message)
+	}
+	if err := east.Get(ctx, client.ObjectKey{Namespace: ns + "-bad", Name: "b"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap b, after the first object was refused: %v; want it not applied", err)
+	}
+}
