@@ -255,10 +255,7 @@ func (op *operation) checkProject(context.Context) (outcome, error) {
 	if len(problems) == 0 {
 		return proceed(), nil
 	}
-	if changedCluster(op.state) {
-		return failure("stopped before applying the rest: " + strings.Join(problems, "; ")), nil
-	}
-	return failure("nothing was applied: " + strings.Join(problems, "; ")), nil
+	return op.refuse(problems), nil
 }
 
 // createNamespace creates the destination namespace with CreateNamespace=true, before the
@@ -298,12 +295,15 @@ func (op *operation) createNamespace(ctx context.Context) (outcome, error) {
 		// the one applied first when nothing has been applied yet. If the server refuses it,
 		// its apply fails before anything else is applied, which is what its dry run would
 		// have found: it saves one request of each new Application's first sync.
-		first := op.firstTask()
+		var first *resource
+		if t := op.firstTask(); t != nil && !changedCluster(op.state) {
+			first = t.res
+		}
 		for _, r := range op.apply {
 			if !r.missingNamespace || r.ref.Namespace != ns {
 				continue
 			}
-			if first != nil && first.res == r && !changedCluster(op.state) {
+			if r == first {
 				r.missingNamespace = false
 				op.selfValidating = r
 				continue
@@ -314,6 +314,15 @@ func (op *operation) createNamespace(ctx context.Context) (outcome, error) {
 		}
 	}
 	return proceed(), nil
+}
+
+// refuse fails the attempt over problems found before an apply: "nothing was applied" while
+// the attempt has not changed the cluster, "stopped before applying the rest" once it has.
+func (op *operation) refuse(problems []string) outcome {
+	if changedCluster(op.state) {
+		return failure("stopped before applying the rest: " + strings.Join(problems, "; "))
+	}
+	return failure("nothing was applied: " + strings.Join(problems, "; "))
 }
 
 // firstTask is the plan's first task this attempt has still to run, when it applies an object
@@ -345,10 +354,7 @@ func (op *operation) validate(ctx context.Context) (outcome, error) {
 	if len(problems) == 0 {
 		return proceed(), nil
 	}
-	if changedCluster(op.state) {
-		return failure("stopped before applying the rest: " + strings.Join(problems, "; ")), nil
-	}
-	return failure("nothing was applied: " + strings.Join(problems, "; ")), nil
+	return op.refuse(problems), nil
 }
 
 // endDryRun ends a dry-run operation once the validation has passed.
@@ -457,9 +463,9 @@ func (op *operation) applyTask(ctx context.Context, t *task) (outcome, error) {
 		op.state.Message = fmt.Sprintf("%s %s: %v (will retry)", r.ref.Kind, r.ref.Name, err)
 		return outcome{}, err
 	}
-	if err != nil && r == op.selfValidating && !changedCluster(op.state) {
+	if err != nil && r == op.selfValidating {
 		// Refused as its dry run would have been: the attempt fails as validate fails it.
-		return failure(fmt.Sprintf("nothing was applied: %s %s: %v", r.ref.Kind, r.ref.Name, err)), nil
+		return op.refuse([]string{fmt.Sprintf("%s %s: %v", r.ref.Kind, r.ref.Name, err)}), nil
 	}
 	if err != nil {
 		op.e.record(op.state, t, navarchv1.ResultSyncFailed, err.Error())

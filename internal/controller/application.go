@@ -255,6 +255,7 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 		return
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("revision", after.SyncResult.Revision)
+	rev := fleetsource.ShortRevision(after.SyncResult.Revision)
 	event := func(typ, reason, msg string) {
 		if r.Events != nil {
 			r.Events.Eventf(app, nil, typ, reason, "Sync", "%s", truncate(msg, 1024))
@@ -274,7 +275,7 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 		}
 		log.Info("Operation started", "initiatedBy", who)
 		if after.Phase == navarchv1.OperationRunning {
-			event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %s started by %s", fleetsource.ShortRevision(after.SyncResult.Revision), who))
+			event(corev1.EventTypeNormal, "OperationStarted", fmt.Sprintf("sync of %s started by %s", rev, who))
 		} else {
 			startedBy = " (started by " + who + ")"
 		}
@@ -292,12 +293,12 @@ func (r *ApplicationReconciler) observe(ctx context.Context, app *navarchv1.Appl
 	}
 	if after.Phase == navarchv1.OperationSucceeded {
 		log.Info("Operation succeeded", "message", after.Message)
-		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %s%s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), startedBy, after.Message))
+		event(corev1.EventTypeNormal, "OperationSucceeded", fmt.Sprintf("synced %s%s: %s", rev, startedBy, after.Message))
 	} else {
 		log.Info("Operation ended", "phase", after.Phase, "reason", after.Message, "retries", after.RetryCount)
 		msg := after.Message
 		if startedBy != "" {
-			msg = fmt.Sprintf("sync of %s%s: %s", fleetsource.ShortRevision(after.SyncResult.Revision), startedBy, msg)
+			msg = fmt.Sprintf("sync of %s%s: %s", rev, startedBy, msg)
 		}
 		event(corev1.EventTypeWarning, "Operation"+string(after.Phase), msg)
 	}
