@@ -359,6 +359,7 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, sources ...so
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&navarchv1.Application{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		Watches(&navarchv1.Application{}, r.written.handler()).
 		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
 		Watches(&navarchv1.Project{}, r.projectHandler()).
 		WatchesRawSource(source.Channel(r.connected, r.clusterHandler()))

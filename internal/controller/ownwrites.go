@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // ownWrites remembers each object as the controller's own last write left it. The informer
@@ -28,19 +33,42 @@ func (w *ownWrites[T]) forget(key types.NamespacedName) { w.m.Delete(key) }
 
 // latest returns cached, or a copy of the last write when the cache has not caught up with it.
 func (w *ownWrites[T]) latest(cached T) T {
-	last, ok := w.m.Load(client.ObjectKeyFromObject(cached))
-	if !ok {
-		return cached
-	}
-	mine := last.(T)
-	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), mine.GetResourceVersion())
-	if err == nil && cmp < 0 {
+	if mine, newer := w.seen(cached); newer {
 		return mine.DeepCopyObject().(T)
 	}
-	if err == nil {
-		// The cache has caught up: the copy is no longer needed (unless a newer write replaced
-		// it meanwhile). An idle fleet thus keeps one copy of each object, the cache's.
-		w.m.CompareAndDelete(client.ObjectKeyFromObject(cached), last)
-	}
 	return cached
+}
+
+// seen tells w that the cache holds cached. Once the cache has caught up with the last write,
+// the copy is dropped (unless a newer write replaced it meanwhile); otherwise seen returns it.
+// The informer calls seen for every update, status-only ones included, so the copy of a
+// write that no later pass reads is dropped too: an idle fleet keeps one copy of each object,
+// the cache's.
+func (w *ownWrites[T]) seen(cached T) (mine T, newer bool) {
+	key := client.ObjectKeyFromObject(cached)
+	last, ok := w.m.Load(key)
+	if !ok {
+		return mine, false
+	}
+	mine = last.(T)
+	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), mine.GetResourceVersion())
+	switch {
+	case err != nil:
+		return mine, false
+	case cmp < 0:
+		return mine, true
+	}
+	w.m.CompareAndDelete(key, last)
+	return mine, false
+}
+
+// handler is an event handler that queues nothing: it shows w each object the cache receives.
+func (w *ownWrites[T]) handler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if obj, ok := e.ObjectNew.(T); ok {
+				w.seen(obj)
+			}
+		},
+	}
 }

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -38,5 +40,34 @@ func TestOwnWritesPreferTheNewerCopy(t *testing.T) {
 	w.forget(types.NamespacedName{Namespace: "ns", Name: "s"})
 	if got := w.latest(set("6", "cached")); got.Status.Conditions[0].Message != "cached" {
 		t.Errorf("after forget, latest returned the %s copy", got.Status.Conditions[0].Message)
+	}
+}
+
+// No pass may follow an object's last write: the Application's watch ignores status-only
+// updates. The informer's handler shows the cache's copy to the remembered writes, so the copy
+// of that write is dropped once the cache has it, and kept while the cache lags behind it.
+func TestTheCacheCatchingUpDropsTheCopyOfTheLastWrite(t *testing.T) {
+	app := func(rv string) *navarchv1.Application {
+		return &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv}}
+	}
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	var w ownWrites[*navarchv1.Application]
+	h := w.handler()
+	update := func(rv string) {
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: app("1"), ObjectNew: app(rv)}, nil)
+	}
+	w.store(app("7"))
+	update("6")
+	if _, kept := w.m.Load(key); !kept {
+		t.Fatal("the copy of the write at resourceVersion 7 is dropped when the cache shows resourceVersion 6")
+	}
+	update("7")
+	if _, kept := w.m.Load(key); kept {
+		t.Fatal("the copy of the write is kept after the cache showed it")
+	}
+	w.store(app("9"))
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: app("1"), ObjectNew: &navarchv1.ApplicationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "12"}}}, nil)
+	if _, kept := w.m.Load(key); !kept {
+		t.Fatal("an update of another kind dropped the copy of an Application's write")
 	}
 }

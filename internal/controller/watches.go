@@ -46,6 +46,7 @@ func (r *ApplicationSetReconciler) SetupWithManager(mgr ctrl.Manager, concurrenc
 		For(&navarchv1.ApplicationSet{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&navarchv1.Application{}, builder.WithPredicates(applicationChanged())).
+		Watches(&navarchv1.ApplicationSet{}, r.written.handler()).
 		Watches(&navarchv1.Cluster{}, r.clusterHandler()).
 		Watches(&navarchv1.Project{}, r.projectHandler())
 	for _, src := range sources {
