@@ -63,8 +63,8 @@ verify: generate manifests ## Fail when generated files are stale or go.mod is u
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/navarch.
-	go build -o $(BIN)/navarch ./cmd/navarch
+build: ## Build bin/navarch (static: see docs/scaling.md, "Memory").
+	CGO_ENABLED=0 go build -o $(BIN)/navarch ./cmd/navarch
 
 .PHONY: k8s
 k8s: ## Build the Kubernetes binaries into the cache (a no-op when the cache is complete).

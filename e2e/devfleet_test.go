@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	navarchBinary = filepath.Join(dir, "navarch")
 	build := exec.Command("go", "build", "-o", navarchBinary, "github.com/navarch-io/navarch/cmd/navarch")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: a static binary maps fewer pages
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		panic("build navarch: " + err.Error())
