@@ -543,11 +543,11 @@ apiVersion: apps/v1
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Hash(tt.obj)
-			if len(got) != 64 {
-				t.Fatalf("Hash = %q, want 64 hex digits", got)
+			if len(got) != 32 {
+				t.Fatalf("Hash = %x, want the 32 bytes of a SHA-256", got)
 			}
 			if (got == base) != tt.wantSame {
-				t.Errorf("Hash = %s, base %s; want same %v", got, base, tt.wantSame)
+				t.Errorf("Hash = %x, base %x; want same %v", got, base, tt.wantSame)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package diff
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -66,9 +65,10 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return out
 }
 
-// Hash returns a stable hex hash of Normalize(obj), the SHA-256 of its canonical JSON (keys
+// Hash returns a stable hash of Normalize(obj), the SHA-256 of its canonical JSON (keys
 // sorted), for use as a cache key: objects that differ only in server-set noise, status or
-// map order hash alike.
+// map order hash alike. It is the 32 raw bytes, not their hex: the dry-run cache keeps three
+// hashes per managed object, so at 30,000 objects hex would hold 3 MB more.
 func Hash(obj *unstructured.Unstructured) string {
 	n := Normalize(obj)
 	data, err := json.Marshal(n.Object)
@@ -78,5 +78,5 @@ func Hash(obj *unstructured.Unstructured) string {
 		data = fmt.Appendf(nil, "%#v", n.Object)
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return string(sum[:])
 }
