@@ -165,6 +165,11 @@ func (r *requestCosts) measure(ctx context.Context, dyn dynamic.Interface, kc ku
 		more.SetName(fmt.Sprintf("web-%d", round))
 		r.phase(fmt.Sprintf("service-create-%dk-present", (round-1)*r.n/1000), apply(schema.GroupVersionResource{Version: "v1", Resource: "services"}, more, false))
 	}
+	// A dry run of a Service's creation with all those allocated: does a dry run pay for the
+	// allocator's count of what is allocated, as the creation does?
+	absent := service.DeepCopy()
+	absent.SetName("web-absent")
+	r.phase(fmt.Sprintf("service-dry-run-absent-%dk-present", 4*r.n/1000), apply(schema.GroupVersionResource{Version: "v1", Resource: "services"}, absent, true))
 	r.phase("event-create", func(i int) error {
 		now := metav1.Now()
 		_, err := kc.CoreV1().Events(ns(i)).Create(ctx, &corev1.Event{
