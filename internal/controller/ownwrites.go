@@ -41,9 +41,11 @@ func (w *ownWrites[T]) latest(cached T) T {
 
 // seen tells w that the cache holds cached. Once the cache has caught up with the last write,
 // the copy is dropped (unless a newer write replaced it meanwhile); otherwise seen returns it.
-// The informer calls seen for every update, status-only ones included, so the copy of a
-// write that no later pass reads is dropped too: an idle fleet keeps one copy of each object,
-// the cache's.
+// Full passes call it, and so does the informer for every update, status-only ones included.
+// A sync's last write is followed by no full pass: the watch ignores status-only updates, and
+// polls that find nothing changed end in the quiet check (quiet.go) without reading the copy.
+// Without the informer's call an idle fleet would keep every object twice; with it, only a
+// copy stored after the informer delivered its write stays, until the next full pass.
 func (w *ownWrites[T]) seen(cached T) (mine T, newer bool) {
 	key := client.ObjectKeyFromObject(cached)
 	last, ok := w.m.Load(key)
