@@ -71,23 +71,26 @@ func source(release string) map[string]string {
 // the Clusters), NAVARCH_BENCH_SETTLE and NAVARCH_BENCH_IDLE (the wait before and the length
 // of the idle window), NAVARCH_BENCH_BARE_WRITERS (the bare loop's writers per apiserver).
 // NAVARCH_BENCH_KEEP=1 keeps the artifacts directory (cluster and controller logs).
+// NAVARCH_BENCH_PHASE_PROFILES=1 profiles the apiservers over the whole of each phase, in
+// 30-second pieces, instead of over 20 seconds of it.
 type benchConfig struct {
 	clusters, apps, apiservers    int
 	rest, settle, idle, cpuWindow time.Duration
 	bareWriters                   int
-	keep                          bool
+	keep, phaseProfiles           bool
 }
 
 func configFromEnv(b *testing.B) benchConfig {
 	c := benchConfig{
-		clusters:    envInt(b, "NAVARCH_BENCH_CLUSTERS", 100),
-		apps:        envInt(b, "NAVARCH_BENCH_APPS", 10000),
-		apiservers:  envInt(b, "NAVARCH_BENCH_APISERVERS", 5),
-		rest:        envDuration(b, "NAVARCH_BENCH_REST", 30*time.Second),
-		settle:      envDuration(b, "NAVARCH_BENCH_SETTLE", 30*time.Second),
-		idle:        envDuration(b, "NAVARCH_BENCH_IDLE", 210*time.Second),
-		bareWriters: envInt(b, "NAVARCH_BENCH_BARE_WRITERS", 16),
-		keep:        os.Getenv("NAVARCH_BENCH_KEEP") != "",
+		clusters:      envInt(b, "NAVARCH_BENCH_CLUSTERS", 100),
+		apps:          envInt(b, "NAVARCH_BENCH_APPS", 10000),
+		apiservers:    envInt(b, "NAVARCH_BENCH_APISERVERS", 5),
+		rest:          envDuration(b, "NAVARCH_BENCH_REST", 30*time.Second),
+		settle:        envDuration(b, "NAVARCH_BENCH_SETTLE", 30*time.Second),
+		idle:          envDuration(b, "NAVARCH_BENCH_IDLE", 210*time.Second),
+		bareWriters:   envInt(b, "NAVARCH_BENCH_BARE_WRITERS", 16),
+		keep:          os.Getenv("NAVARCH_BENCH_KEEP") != "",
+		phaseProfiles: os.Getenv("NAVARCH_BENCH_PHASE_PROFILES") != "",
 	}
 	c.cpuWindow = min(2*time.Minute, c.idle)
 	if c.apps%c.clusters != 0 || c.clusters%c.apiservers != 0 {
@@ -314,11 +317,13 @@ func (f *fleet) measure(b *testing.B) {
 	// The reference, before the controller runs.
 	baseline := f.serviceObjects(b)
 	bareCPU, bareServed := f.clusterCPU(b), f.served(b)
-	bareProfiled := f.profileApiserversDuring(b, "bare", 20, f.workloads[0])
+	bareDone := make(chan struct{})
+	bareProfiled := f.profileApiserversDuring(b, "bare", bareDone, f.workloads[0])
 	bare := f.bareApply(b, perCluster)
-	<-bareProfiled
+	close(bareDone)
 	bareUsed := bareCPU.since(b, f, "bare")
 	bareServed.since(b, f, "bare")
+	<-bareProfiled
 	b.Logf("bare: created %d namespaces and server-side applied %d objects on %d apiservers in %.1f s",
 		f.cfg.apps, 3*f.cfg.apps, len(f.workloads), bare.Seconds())
 	f.deleteBareServices(b, perCluster, baseline)
@@ -355,7 +360,8 @@ func (f *fleet) measure(b *testing.B) {
 		seconds := min(60, max(5, f.cfg.apps/100))
 		ctrl.profile(b, f.artifacts, "sync-cpu.pprof", "profile", fmt.Sprintf("?seconds=%d", seconds), "cpu")
 	}()
-	apiserverProfiled := f.profileApiserversDuring(b, "sync", 20, f.workloads[0], f.mgmt)
+	syncDone := make(chan struct{})
+	apiserverProfiled := f.profileApiserversDuring(b, "sync", syncDone, f.workloads[0], f.mgmt)
 	var created time.Duration
 	waitFor(b, 45*time.Minute, 250*time.Millisecond, fmt.Sprintf("%d Applications Synced and Healthy", f.cfg.apps), func() bool {
 		ctrl.mustRun(b)
@@ -366,6 +372,7 @@ func (f *fleet) measure(b *testing.B) {
 		return done == f.cfg.apps
 	}, func() string { return tr.summary(f.commit) })
 	took := time.Since(start)
+	close(syncDone)
 	after := ctrl.sample(b)
 	syncUsed := syncCPU.since(b, f, "navarch")
 	syncServed.since(b, f, "navarch")
@@ -434,17 +441,41 @@ func (f *fleet) measure(b *testing.B) {
 	b.ReportMetric(commitToSynced.Seconds(), "commit-to-synced-s")
 }
 
-// profileApiserversDuring starts CPU profiles of the apiservers of clusters over seconds, a
-// little after the phase starting now, so that they hold the phase's steady work, and saves
-// them as <cluster>-<phase>-cpu.pprof; the channel is closed once all are saved.
-func (f *fleet) profileApiserversDuring(b *testing.B, phase string, seconds int, clusters ...*localcluster.Cluster) <-chan struct{} {
+// profileApiserversDuring profiles the apiservers of clusters during the phase starting now,
+// which ends when ended is closed. By default it takes one profile over 20 seconds, a little
+// after the start, so that it holds the phase's steady work, saved as
+// <cluster>-<phase>-cpu.pprof. With NAVARCH_BENCH_PHASE_PROFILES it profiles the whole phase
+// in consecutive 30-second pieces, <cluster>-<phase>-cpu-NN.pprof, the last of which may run
+// up to 30 seconds past the phase's end (go tool pprof merges the pieces it is given). The
+// channel returned is closed once all are saved.
+func (f *fleet) profileApiserversDuring(b *testing.B, phase string, ended <-chan struct{}, clusters ...*localcluster.Cluster) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(10 * time.Second)
 		var wg sync.WaitGroup
+		if !f.cfg.phaseProfiles {
+			time.Sleep(10 * time.Second)
+			for _, c := range clusters {
+				wg.Go(func() { f.apiserverProfile(b, c, c.Name+"-"+phase+"-cpu.pprof", 20, true) })
+			}
+			wg.Wait()
+			return
+		}
 		for _, c := range clusters {
-			wg.Go(func() { f.apiserverProfile(b, c, c.Name+"-"+phase+"-cpu.pprof", seconds) })
+			wg.Go(func() {
+				var pieces []string
+				for i := 0; ; i++ {
+					select {
+					case <-ended:
+						b.Logf("apiserver %s: %d profiles of the %s phase: go tool pprof -top %s", c.Name, len(pieces), phase, strings.Join(pieces, " "))
+						return
+					default:
+					}
+					piece := filepath.Join(f.artifacts, fmt.Sprintf("%s-%s-cpu-%02d.pprof", c.Name, phase, i))
+					f.apiserverProfile(b, c, filepath.Base(piece), 30, false)
+					pieces = append(pieces, piece)
+				}
+			})
 		}
 		wg.Wait()
 	}()

@@ -263,7 +263,7 @@ func (s served) since(b *testing.B, f *fleet, what string) {
 
 // apiserverProfile saves a CPU profile of c's kube-apiserver, taken over seconds, as file in
 // the artifacts directory, and logs its top entries.
-func (f *fleet) apiserverProfile(b *testing.B, c *localcluster.Cluster, file string, seconds int) {
+func (f *fleet) apiserverProfile(b *testing.B, c *localcluster.Cluster, file string, seconds int, logTop bool) {
 	b.Helper()
 	cfg := c.RESTConfig()
 	cfg.Timeout = time.Duration(seconds+60) * time.Second
@@ -272,8 +272,14 @@ func (f *fleet) apiserverProfile(b *testing.B, c *localcluster.Cluster, file str
 		b.Logf("apiserver profile: %v", err)
 		return
 	}
-	savePprof(b, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", c.Server(), seconds),
-		filepath.Join(f.artifacts, file), "cpu", "apiserver "+c.Name)
+	url, path := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", c.Server(), seconds), filepath.Join(f.artifacts, file)
+	if !logTop {
+		if err := fetchTo(hc, url, path); err != nil {
+			b.Logf("apiserver %s profile %s: %v", c.Name, path, err)
+		}
+		return
+	}
+	savePprof(b, hc, url, path, "cpu", "apiserver "+c.Name)
 }
 
 // procSample is what /proc says about the controller process at one moment.
@@ -346,18 +352,7 @@ func (p *navarchProcess) profile(b *testing.B, dir, file, name, query, sampleInd
 // savePprof saves the pprof profile served at url as path and logs its top entries.
 func savePprof(b *testing.B, hc *http.Client, url, path, sampleIndex, whose string) {
 	b.Helper()
-	resp, err := hc.Get(url)
-	if err != nil {
-		b.Logf("%s profile %s: %v", whose, path, err)
-		return
-	}
-	defer resp.Body.Close()
-	out, err := os.Create(path)
-	if err == nil {
-		_, err = io.Copy(out, resp.Body)
-		err = errors.Join(err, out.Close())
-	}
-	if err != nil {
+	if err := fetchTo(hc, url, path); err != nil {
 		b.Logf("%s profile %s: %v", whose, path, err)
 		return
 	}
@@ -367,6 +362,24 @@ func savePprof(b *testing.B, hc *http.Client, url, path, sampleIndex, whose stri
 		return
 	}
 	b.Logf("%s profile %s, top entries:\n%s", whose, path, top)
+}
+
+// fetchTo saves what url returns as path.
+func fetchTo(hc *http.Client, url, path string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, resp.Body)
+	return errors.Join(err, out.Close())
 }
 
 // mustMetrics is metrics, failing the benchmark on an error.
