@@ -164,11 +164,40 @@ func cpuTimes(b *testing.B, pid int) (own, children time.Duration) {
 type clusterCPU struct {
 	management, workloads time.Duration
 	byProcess             map[string]time.Duration
+	machine               machineTimes
+}
+
+// machineTimes is the machine's time so far, over all its CPUs, from /proc/stat: busy (user,
+// nice, system, irq, softirq), idle (idle and iowait) and steal, the time the hypervisor ran
+// something else while a CPU of this machine wanted to run. Steal tells a run whose host was
+// busy: its processes then also get less done per CPU-second, so such a run's figures are not
+// comparable with a quiet one's.
+type machineTimes struct{ busy, idle, steal time.Duration }
+
+func readMachineTimes(b *testing.B) machineTimes {
+	b.Helper()
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		b.Fatalf("/proc/stat: unexpected first line %q", line)
+	}
+	tick := func(i int) time.Duration {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat field %d: %v", i, err)
+		}
+		return time.Duration(n) * clockTick
+	}
+	return machineTimes{busy: tick(1) + tick(2) + tick(3) + tick(6) + tick(7), idle: tick(4) + tick(5), steal: tick(8)}
 }
 
 func (f *fleet) clusterCPU(b *testing.B) clusterCPU {
 	b.Helper()
-	out := clusterCPU{byProcess: map[string]time.Duration{}}
+	out := clusterCPU{byProcess: map[string]time.Duration{}, machine: readMachineTimes(b)}
 	out.management = processCPU(b, f.mgmt, "management ", out.byProcess)
 	for _, w := range f.workloads {
 		out.workloads += processCPU(b, w, "", out.byProcess)
@@ -211,6 +240,8 @@ func (c clusterCPU) until(b *testing.B, now clusterCPU, what string) time.Durati
 	used := now.management + now.workloads - c.management - c.workloads
 	b.Logf("%s: the clusters' processes used %.1f s of CPU: the management cluster %.1f s, the workload clusters %.1f s; by process: %s",
 		what, used.Seconds(), (now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds(), format(split))
+	b.Logf("%s: the machine's CPUs were busy %.1f s, idle %.1f s, and had %.1f s stolen by the host",
+		what, (now.machine.busy - c.machine.busy).Seconds(), (now.machine.idle - c.machine.idle).Seconds(), (now.machine.steal - c.machine.steal).Seconds())
 	return used
 }
 
