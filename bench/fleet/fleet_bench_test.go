@@ -471,9 +471,9 @@ func (f *fleet) profileApiserversDuring(b *testing.B, phase string, ended <-chan
 						return
 					default:
 					}
-					piece := filepath.Join(f.artifacts, fmt.Sprintf("%s-%s-cpu-%02d.pprof", c.Name, phase, i))
-					f.apiserverProfile(b, c, filepath.Base(piece), 30, false)
-					pieces = append(pieces, piece)
+					piece := fmt.Sprintf("%s-%s-cpu-%02d.pprof", c.Name, phase, i)
+					f.apiserverProfile(b, c, piece, 30, false)
+					pieces = append(pieces, filepath.Join(f.artifacts, piece))
 				}
 			})
 		}

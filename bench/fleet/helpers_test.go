@@ -147,14 +147,18 @@ func cpuTimes(b *testing.B, pid int) (own, children time.Duration) {
 	// The fields after the command name, which is in parentheses and may contain spaces:
 	// state (field 3), ..., utime (14), stime (15), cutime (16), cstime (17).
 	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	tick := func(i int) time.Duration {
-		n, err := strconv.ParseInt(fields[i-3], 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/%d/stat field %d: %v", pid, i, err)
-		}
-		return time.Duration(n) * clockTick
-	}
+	tick := func(i int) time.Duration { return ticks(b, fmt.Sprintf("/proc/%d/stat", pid), i, fields[i-3]) }
 	return tick(14) + tick(15), tick(16) + tick(17)
+}
+
+// ticks parses field i of file, a count of clock ticks (USER_HZ), as a duration.
+func ticks(b *testing.B, file string, i int, field string) time.Duration {
+	b.Helper()
+	n, err := strconv.ParseInt(field, 10, 64)
+	if err != nil {
+		b.Fatalf("%s field %d: %v", file, i, err)
+	}
+	return time.Duration(n) * clockTick
 }
 
 // clusterCPU is the CPU time used so far by the processes (apiserver, etcd, controllers) of
@@ -185,13 +189,7 @@ func readMachineTimes(b *testing.B) machineTimes {
 	if len(f) < 9 || f[0] != "cpu" {
 		b.Fatalf("/proc/stat: unexpected first line %q", line)
 	}
-	tick := func(i int) time.Duration {
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/stat field %d: %v", i, err)
-		}
-		return time.Duration(n) * clockTick
-	}
+	tick := func(i int) time.Duration { return ticks(b, "/proc/stat", i, f[i]) }
 	return machineTimes{busy: tick(1) + tick(2) + tick(3) + tick(6) + tick(7), idle: tick(4) + tick(5), steal: tick(8)}
 }
 
