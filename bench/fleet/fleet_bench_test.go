@@ -166,6 +166,7 @@ type fleet struct {
 	repoURL   string
 	commit    string // the commit of main the Applications deploy first
 	navarch   string // the built binary
+	probe     *speedProbe
 }
 
 // clusterName is the name of Cluster i; it is served by apiserver i mod apiservers, so that
@@ -188,7 +189,7 @@ func startFleet(b *testing.B, cfg benchConfig) *fleet {
 		_ = os.RemoveAll(artifacts)
 	})
 	b.Cleanup(localcluster.StopOnSignal())
-	f := &fleet{cfg: cfg, artifacts: artifacts, gitLog: &gitRequests{}}
+	f := &fleet{cfg: cfg, artifacts: artifacts, gitLog: &gitRequests{}, probe: startSpeedProbe(b)}
 
 	// Built first, while the machine is still quiet.
 	began := time.Now()

@@ -169,14 +169,18 @@ type clusterCPU struct {
 	management, workloads time.Duration
 	byProcess             map[string]time.Duration
 	machine               machineTimes
+	speed                 speedSample
 }
 
 // machineTimes is the machine's time so far, over all its CPUs, from /proc/stat: busy (user,
 // nice, system, irq, softirq), idle (idle and iowait) and steal, the time the hypervisor ran
 // something else while a CPU of this machine wanted to run. Steal tells a run whose host was
 // busy: its processes then also get less done per CPU-second, so such a run's figures are not
-// comparable with a quiet one's.
-type machineTimes struct{ busy, idle, steal time.Duration }
+// comparable with a quiet one's. switches counts the context switches of all CPUs (ctxt).
+type machineTimes struct {
+	busy, idle, steal time.Duration
+	switches          int64
+}
 
 func readMachineTimes(b *testing.B) machineTimes {
 	b.Helper()
@@ -190,12 +194,20 @@ func readMachineTimes(b *testing.B) machineTimes {
 		b.Fatalf("/proc/stat: unexpected first line %q", line)
 	}
 	tick := func(i int) time.Duration { return ticks(b, "/proc/stat", i, f[i]) }
-	return machineTimes{busy: tick(1) + tick(2) + tick(3) + tick(6) + tick(7), idle: tick(4) + tick(5), steal: tick(8)}
+	m := machineTimes{busy: tick(1) + tick(2) + tick(3) + tick(6) + tick(7), idle: tick(4) + tick(5), steal: tick(8)}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "ctxt "); ok {
+			if m.switches, err = strconv.ParseInt(strings.TrimSpace(rest), 10, 64); err != nil {
+				b.Fatalf("/proc/stat ctxt: %v", err)
+			}
+		}
+	}
+	return m
 }
 
 func (f *fleet) clusterCPU(b *testing.B) clusterCPU {
 	b.Helper()
-	out := clusterCPU{byProcess: map[string]time.Duration{}, machine: readMachineTimes(b)}
+	out := clusterCPU{byProcess: map[string]time.Duration{}, machine: readMachineTimes(b), speed: f.probe.sample()}
 	out.management = processCPU(b, f.mgmt, "management ", out.byProcess)
 	for _, w := range f.workloads {
 		out.workloads += processCPU(b, w, "", out.byProcess)
@@ -238,8 +250,10 @@ func (c clusterCPU) until(b *testing.B, now clusterCPU, what string) time.Durati
 	used := now.management + now.workloads - c.management - c.workloads
 	b.Logf("%s: the clusters' processes used %.1f s of CPU: the management cluster %.1f s, the workload clusters %.1f s; by process: %s",
 		what, used.Seconds(), (now.management - c.management).Seconds(), (now.workloads - c.workloads).Seconds(), format(split))
-	b.Logf("%s: the machine's CPUs were busy %.1f s, idle %.1f s, and had %.1f s stolen by the host",
-		what, (now.machine.busy - c.machine.busy).Seconds(), (now.machine.idle - c.machine.idle).Seconds(), (now.machine.steal - c.machine.steal).Seconds())
+	b.Logf("%s: the machine's CPUs were busy %.1f s, idle %.1f s, and had %.1f s stolen by the host; they switched context %d times",
+		what, (now.machine.busy - c.machine.busy).Seconds(), (now.machine.idle - c.machine.idle).Seconds(), (now.machine.steal - c.machine.steal).Seconds(),
+		now.machine.switches-c.machine.switches)
+	b.Logf("%s: the speed probe hashed %.0f MB per CPU-second", what, c.speed.rate(now.speed))
 	return used
 }
 
