@@ -10,9 +10,11 @@ import (
 )
 
 // unseenFor bounds how long a created Application may be missing from the cache before a pass
-// creates it again: the cache catches up within seconds, and an Application deleted before the
-// cache saw it is then recreated.
-const unseenFor = time.Minute
+// creates it again, for an Application deleted before the cache saw it (a watch that restarts
+// with a new list can miss both events). A cache normally catches up within seconds, but not
+// always under load: at fleet scale, with 64 writes in flight, it still lacked 1,961 of 10,000
+// Applications more than a minute after the pass that created them (bench/RESULTS.md).
+const unseenFor = 10 * time.Minute
 
 // unseenCreations remembers, per ApplicationSet, the Applications its passes created that the
 // cache has not shown yet. A pass that runs before the cache catches up (the creations' own
