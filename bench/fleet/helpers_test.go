@@ -253,7 +253,9 @@ func (c clusterCPU) until(b *testing.B, now clusterCPU, what string) time.Durati
 	b.Logf("%s: the machine's CPUs were busy %.1f s, idle %.1f s, and had %.1f s stolen by the host; they switched context %d times",
 		what, (now.machine.busy - c.machine.busy).Seconds(), (now.machine.idle - c.machine.idle).Seconds(), (now.machine.steal - c.machine.steal).Seconds(),
 		now.machine.switches-c.machine.switches)
-	b.Logf("%s: the speed probe hashed %.0f MB per CPU-second", what, c.speed.rate(now.speed))
+	if rate := c.speed.rate(now.speed); rate > 0 {
+		b.Logf("%s: the speed probe hashed %.0f MB per CPU-second", what, rate)
+	}
 	return used
 }
 

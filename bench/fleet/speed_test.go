@@ -87,7 +87,8 @@ func (p *speedProbe) sample() speedSample {
 	return speedSample{hashed: p.hashed, cpu: p.cpu}
 }
 
-// rate is MB hashed per CPU-second between s and now; 0 when the probe ran too little to say.
+// rate is MB hashed per CPU-second between s and now; 0 when the probe did not run between
+// them (it stops if it cannot read its CPU time), so that no rate is logged.
 func (s speedSample) rate(now speedSample) float64 {
 	cpu := (now.cpu - s.cpu).Seconds()
 	if cpu <= 0 {
