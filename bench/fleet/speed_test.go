@@ -54,23 +54,14 @@ func startSpeedProbe(b *testing.B) *speedProbe {
 				return
 			case <-tick.C:
 			}
-			before, err := threadCPU()
-			if err != nil {
-				b.Logf("speed probe: %v", err)
-				return
-			}
-			for range probeRounds {
-				sum := sha256.Sum256(buf)
-				buf[0] = sum[0] // each round depends on the last
-			}
-			after, err := threadCPU()
+			cpu, err := hashRounds(buf)
 			if err != nil {
 				b.Logf("speed probe: %v", err)
 				return
 			}
 			p.mu.Lock()
 			p.hashed += probeRounds * probeBuffer
-			p.cpu += after - before
+			p.cpu += cpu
 			p.mu.Unlock()
 		}
 	}()
@@ -95,6 +86,21 @@ func (s speedSample) rate(now speedSample) float64 {
 		return 0
 	}
 	return float64(now.hashed-s.hashed) / 1e6 / cpu
+}
+
+// hashRounds hashes buf probeRounds times, each round depending on the last, and returns the
+// CPU time the calling thread used for it.
+func hashRounds(buf []byte) (time.Duration, error) {
+	before, err := threadCPU()
+	if err != nil {
+		return 0, err
+	}
+	for range probeRounds {
+		sum := sha256.Sum256(buf)
+		buf[0] = sum[0]
+	}
+	after, err := threadCPU()
+	return after - before, err
 }
 
 // threadCPU is the calling thread's CPU time, the first field of /proc/thread-self/schedstat
