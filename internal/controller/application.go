@@ -166,11 +166,10 @@ func (r *ApplicationReconciler) destination(ctx context.Context, app *navarchv1.
 
 // Process reconciles one Application on its cluster: it runs on the cluster's own workers.
 func (r *ApplicationReconciler) Process(ctx context.Context, remote *clustercache.Remote, key types.NamespacedName) (time.Duration, error) {
-	app := &navarchv1.Application{}
-	if err := r.Client.Get(ctx, key, app); err != nil {
+	app, err := r.written.get(ctx, r.Client, key, &navarchv1.Application{}) // the cache may not have seen our last write yet
+	if err != nil {
 		return 0, client.IgnoreNotFound(err)
 	}
-	app = r.written.latest(app) // the cache may not have seen our last write yet
 	if name, err := r.destination(ctx, app); err != nil || name != remote.Name {
 		return 0, nil //nolint:nilerr // routed elsewhere meanwhile: the router queued it there
 	}

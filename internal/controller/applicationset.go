@@ -88,15 +88,14 @@ type ApplicationSetReconciler struct {
 func (r *ApplicationSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
-	set := &navarchv1.ApplicationSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
+	set, err := r.written.get(ctx, r.Client, req.NamespacedName, &navarchv1.ApplicationSet{}) // the cache may not have seen our last write yet
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.unseen.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	set = r.written.latest(set) // the cache may not have seen our last write yet
 	if !set.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // owner references let the garbage collector delete the Applications
 	}

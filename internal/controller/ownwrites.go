@@ -31,37 +31,44 @@ func (w *ownWrites[T]) store(obj T) {
 // forget drops what is known of a deleted object.
 func (w *ownWrites[T]) forget(key types.NamespacedName) { w.m.Delete(key) }
 
-// latest returns cached, or a copy of the last write when the cache has not caught up with it.
-func (w *ownWrites[T]) latest(cached T) T {
-	if mine, newer := w.seen(cached); newer {
-		return mine.DeepCopyObject().(T)
+// get reads key from the cache into obj, or returns a copy of the last write when the cache has
+// not caught up with it. The write is looked up before the cache is read: the informer drops it
+// as soon as the cache holds it, which may happen during the read, and a lookup after the read
+// would then find neither the write nor, in the older object the read returned, its effect.
+func (w *ownWrites[T]) get(ctx context.Context, c client.Reader, key types.NamespacedName, obj T) (T, error) {
+	last, remembered := w.m.Load(key)
+	if err := c.Get(ctx, key, obj); err != nil {
+		return obj, err
 	}
-	return cached
+	if remembered && w.lags(obj, last) {
+		return last.(T).DeepCopyObject().(T), nil
+	}
+	return obj, nil
 }
 
-// seen tells w that the cache holds cached. Once the cache has caught up with the last write,
-// the copy is dropped (unless a newer write replaced it meanwhile); otherwise seen returns it.
-// Full passes call it, and so does the informer for every update, status-only ones included.
-// A sync's last write is followed by no full pass: the watch ignores status-only updates, and
-// polls that find nothing changed end in the quiet check (quiet.go) without reading the copy.
-// Without the informer's call an idle fleet would keep every object twice; with it, only a
-// copy stored after the informer delivered its write stays, until the next full pass.
-func (w *ownWrites[T]) seen(cached T) (mine T, newer bool) {
-	key := client.ObjectKeyFromObject(cached)
-	last, ok := w.m.Load(key)
-	if !ok {
-		return mine, false
+// seen tells w that the cache holds cached. The informer calls it for every update, status-only
+// ones included, so the copy of a write is dropped once the cache has it. A sync's last write is
+// followed by no full pass (the watch ignores status-only updates, and polls that find nothing
+// changed end in the quiet check, quiet.go), so without the informer's call an idle fleet would
+// keep every object twice.
+func (w *ownWrites[T]) seen(cached T) {
+	if last, ok := w.m.Load(client.ObjectKeyFromObject(cached)); ok {
+		w.lags(cached, last)
 	}
-	mine = last.(T)
-	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), mine.GetResourceVersion())
+}
+
+// lags tells whether cached is older than last, the remembered write of the same object. When
+// it is not, the copy is dropped, unless a newer write replaced it meanwhile.
+func (w *ownWrites[T]) lags(cached T, last any) bool {
+	cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), last.(T).GetResourceVersion())
 	switch {
 	case err != nil:
-		return mine, false
+		return false
 	case cmp < 0:
-		return mine, true
+		return true
 	}
-	w.m.CompareAndDelete(key, last)
-	return mine, false
+	w.m.CompareAndDelete(client.ObjectKeyFromObject(cached), last)
+	return false
 }
 
 // handler is an event handler that queues nothing: it shows w each object the cache receives.
