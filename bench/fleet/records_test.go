@@ -1,0 +1,153 @@
+package fleetbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+)
+
+// recordsNamespace holds the records phase's Applications on the management cluster. Nothing
+// reconciles them: the controller starts after they are deleted.
+const recordsNamespace = "bench-records"
+
+// syncedStatus is the status a finished automated sync of the benchmark's source leaves on an
+// Application (as read from one after a run), for the namespace ns and the commit rev.
+const syncedStatus = `{
+ "conditions": [{"lastTransitionTime": "2026-01-01T00:00:02Z", "message": "synced to %[2]s and healthy", "observedGeneration": 1,
+   "reason": "SyncedAndHealthy", "status": "True", "type": "Ready"}],
+ "createdNamespace": "%[1]s",
+ "health": {"status": "Healthy"},
+ "history": [{"deployStartedAt": "2026-01-01T00:00:01Z", "deployedAt": "2026-01-01T00:00:02Z", "id": 0, "initiatedBy": {"automated": true},
+   "revision": "%[2]s", "source": {"path": "app", "repoURL": "%[3]s", "targetRevision": "main"}}],
+ "observedGeneration": 1,
+ "operationState": {
+  "finishedAt": "2026-01-01T00:00:02Z", "id": "3f5a5", "message": "successfully synced",
+  "operation": {"initiatedBy": {"automated": true}, "sync": {"prune": true, "revision": "%[2]s"}},
+  "phase": "Succeeded", "startedAt": "2026-01-01T00:00:01Z",
+  "syncResult": {"revision": "%[2]s", "resources": [
+   {"kind": "Secret", "message": "applied", "name": "token", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
+   {"kind": "ConfigMap", "message": "applied", "name": "settings", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
+   {"kind": "Service", "message": "applied", "name": "web", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"}]}},
+ "reconciledAt": "2026-01-01T00:00:00Z",
+ "resources": [
+  {"kind": "ConfigMap", "name": "settings", "namespace": "%[1]s", "status": "Synced", "version": "v1"},
+  {"kind": "Secret", "name": "token", "namespace": "%[1]s", "status": "Synced", "version": "v1"},
+  {"health": {"status": "Healthy"}, "kind": "Service", "name": "web", "namespace": "%[1]s", "status": "Synced", "version": "v1"}],
+ "sync": {"revision": "%[2]s", "status": "Synced"}
+}`
+
+// recordsApply is the second reference: the records any controller of this design keeps on
+// the management cluster for the Applications the ApplicationSet generates, written by a bare
+// loop with no controller running. For each: the Application as the ApplicationSet controller
+// creates it, its status written once as a finished sync leaves it, and the one Event that
+// sync records. 16 writers, no client-side rate limit. It returns the time until the last
+// write answered; the records are deleted before it returns, outside that time.
+func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	cfg := f.mgmt.RESTConfig()
+	cfg.QPS, cfg.Burst = 100000, 100000
+	c, err := client.New(cfg, client.Options{Scheme: f.c.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: recordsNamespace}}); err != nil {
+		b.Fatal(err)
+	}
+	owner := metav1.OwnerReference{APIVersion: navarchv1.GroupVersion.String(), Kind: "ApplicationSet", Name: "records",
+		UID: "00000000-0000-0000-0000-000000000000", Controller: new(true), BlockOwnerDeletion: new(true)}
+
+	work := make(chan [2]int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 16 {
+		wg.Go(func() {
+			for w := range work {
+				if err := f.record(ctx, c, clusterName(w[0]), elementName(w[1]), owner); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range f.cfg.clusters {
+		for a := range perCluster {
+			work <- [2]int{i, a}
+		}
+	}
+	close(work)
+	wg.Wait()
+	took := time.Since(start)
+	if b.Failed() {
+		b.FailNow()
+	}
+
+	if err := c.DeleteAllOf(ctx, &navarchv1.Application{}, client.InNamespace(recordsNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace(recordsNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, 5*time.Minute, time.Second, "the records' Applications to be deleted", func() bool {
+		var left navarchv1.ApplicationList
+		if err := c.List(ctx, &left, client.InNamespace(recordsNamespace), client.Limit(1)); err != nil {
+			b.Fatal(err)
+		}
+		return len(left.Items) == 0
+	}, func() string { return "some are left" })
+	return took
+}
+
+// record writes one Application's records: its creation, its status, its Event.
+func (f *fleet) record(ctx context.Context, c client.Client, cluster, element string, owner metav1.OwnerReference) error {
+	ns := cluster + "-" + element
+	app := &navarchv1.Application{
+		ObjectMeta: metav1.ObjectMeta{Namespace: recordsNamespace, Name: element + "-" + cluster,
+			Labels: map[string]string{navarchv1.LabelApplicationSet: "records"}, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: navarchv1.ApplicationSpec{
+			Source:      navarchv1.ApplicationSource{RepoURL: f.repoURL, TargetRevision: "main", Path: "app"},
+			Destination: navarchv1.ApplicationDestination{Name: cluster, Namespace: ns},
+			SyncPolicy: &navarchv1.SyncPolicy{Automated: &navarchv1.SyncPolicyAutomated{Prune: true},
+				SyncOptions: []navarchv1.SyncOption{"CreateNamespace=true"}},
+		},
+	}
+	if err := c.Create(ctx, app); err != nil {
+		return fmt.Errorf("records: create Application %s: %w", app.Name, err)
+	}
+	status := fmt.Sprintf(syncedStatus, ns, f.commit, f.repoURL)
+	dec := json.NewDecoder(bytes.NewReader([]byte(status)))
+	dec.DisallowUnknownFields()
+	before := app.DeepCopy()
+	if err := dec.Decode(&app.Status); err != nil {
+		return fmt.Errorf("records: the synced status: %w", err)
+	}
+	if err := c.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("records: write the status of Application %s: %w", app.Name, err)
+	}
+	event := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: recordsNamespace, Name: app.Name + ".sync"},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: "navarch",
+		ReportingInstance:   "navarch-bench-records",
+		Action:              "Sync",
+		Reason:              "OperationSucceeded",
+		Type:                corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{APIVersion: navarchv1.GroupVersion.String(), Kind: "Application", Namespace: app.Namespace,
+			Name: app.Name, UID: app.UID, ResourceVersion: app.ResourceVersion},
+		Note: fmt.Sprintf("synced %s (started by automated sync): successfully synced", f.commit[:8]),
+	}
+	if err := c.Create(ctx, event); err != nil {
+		return fmt.Errorf("records: create the Event of Application %s: %w", app.Name, err)
+	}
+	return nil
+}
