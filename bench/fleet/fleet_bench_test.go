@@ -339,8 +339,9 @@ func (f *fleet) measure(b *testing.B) {
 	records := f.recordsApply(b, perCluster)
 	recordsUsed := recordsCPU.since(b, f, "records")
 	recordsServed.since(b, f, "records")
-	b.Logf("records: created %d Applications, wrote the status of each once and one Event each on the management apiserver in %.1f s (deleted afterwards)",
+	b.Logf("records: created %d Applications, wrote the status of each once and one Event each on the management apiserver in %.1f s",
 		f.cfg.apps, records.Seconds())
+	f.deleteRecords(b)
 
 	ctrl := startNavarch(b, f.navarch, f.mgmt.KubeconfigPath(), f.artifacts)
 	waitFor(b, 5*time.Minute, time.Second, "every Cluster to be Ready", func() bool {
