@@ -18,7 +18,7 @@ import (
 )
 
 // recordsNamespace holds the records phase's Applications on the management cluster. Nothing
-// reconciles them: the controller starts after they are deleted.
+// reconciles them: the phase runs after the controller has stopped.
 const recordsNamespace = "bench-records"
 
 // syncedStatus is the status a finished automated sync of the benchmark's source leaves on an
@@ -52,7 +52,7 @@ const syncedStatus = `{
 // loop with no controller running. For each: the Application as the ApplicationSet controller
 // creates it, its status written once as a finished sync leaves it, and the one Event that
 // sync records. 16 writers, no client-side rate limit. It returns the time until the last
-// write answered; deleteRecords deletes them.
+// write answered. The records stay: they are written last, with the controller stopped.
 func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
@@ -93,25 +93,6 @@ func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	}
 
 	return took
-}
-
-// deleteRecords deletes what recordsApply wrote, before the controller starts.
-func (f *fleet) deleteRecords(b *testing.B) {
-	b.Helper()
-	ctx := context.Background()
-	if err := f.c.DeleteAllOf(ctx, &navarchv1.Application{}, client.InNamespace(recordsNamespace)); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.c.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace(recordsNamespace)); err != nil {
-		b.Fatal(err)
-	}
-	waitFor(b, 5*time.Minute, time.Second, "the records' Applications to be deleted", func() bool {
-		var left navarchv1.ApplicationList
-		if err := f.c.List(ctx, &left, client.InNamespace(recordsNamespace), client.Limit(1)); err != nil {
-			b.Fatal(err)
-		}
-		return len(left.Items) == 0
-	}, func() string { return "some are left" })
 }
 
 // record writes one Application's records: its creation, its status, its Event.
