@@ -50,9 +50,10 @@ const syncedStatus = `{
 // recordsApply is the second reference: the records any controller of this design keeps on
 // the management cluster for the Applications the ApplicationSet generates, written by a bare
 // loop with no controller running. For each: the Application as the ApplicationSet controller
-// creates it, its status written once as a finished sync leaves it, and the one Event that
-// sync records. 16 writers, no client-side rate limit. It returns the time until the last
-// write answered. The records stay: they are written last, with the controller stopped.
+// creates it (its labels and owner reference, not its resources finalizer), its status
+// written once as a finished sync leaves it, and the one Event that sync records. 16 writers,
+// no client-side rate limit. It returns the time until the last write answered. The records
+// stay: they are written last, with the controller stopped.
 func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
@@ -91,7 +92,6 @@ func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	if b.Failed() {
 		b.FailNow()
 	}
-
 	return took
 }
 
