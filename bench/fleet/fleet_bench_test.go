@@ -29,6 +29,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -230,9 +231,7 @@ func startFleet(b *testing.B, cfg benchConfig) *fleet {
 	f.mgmt, f.workloads = clusters[0], clusters[1:]
 	f.c = clientFor(b, f.mgmt)
 	for _, w := range f.workloads {
-		cfg := w.RESTConfig()
-		cfg.QPS, cfg.Burst = 100000, 100000
-		kc, err := kubernetes.NewForConfig(cfg)
+		kc, err := kubernetes.NewForConfig(unlimitedConfig(w))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -552,13 +551,7 @@ func (f *fleet) bareApply(b *testing.B, perCluster int) time.Duration {
 	}
 	clients := make([]client.Client, len(f.workloads))
 	for i, w := range f.workloads {
-		cfg := w.RESTConfig()
-		cfg.QPS, cfg.Burst = 100000, 100000
-		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		clients[i] = c
+		clients[i] = unlimitedClient(b, w)
 	}
 	start := time.Now()
 	f.onBareNamespaces(perCluster, func(k int, ns string) {
@@ -885,6 +878,24 @@ func (f *fleet) deliverPush(b *testing.B, ctrl *navarchProcess, commit string) b
 }
 
 // clientFor is a client of a cluster whose rate limit never holds the benchmark back.
+// unlimitedConfig is c's REST config without a client-side rate limit, for the references:
+// they measure the apiservers, not client-go's limiter.
+func unlimitedConfig(c *localcluster.Cluster) *rest.Config {
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = 100000, 100000
+	return cfg
+}
+
+// unlimitedClient is a client of c without a client-side rate limit.
+func unlimitedClient(b *testing.B, c *localcluster.Cluster) client.Client {
+	b.Helper()
+	cl, err := client.New(unlimitedConfig(c), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
 func clientFor(b *testing.B, c *localcluster.Cluster) client.Client {
 	b.Helper()
 	cfg := c.RESTConfig()

@@ -1,10 +1,10 @@
 package fleetbench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,29 +22,29 @@ import (
 const recordsNamespace = "bench-records"
 
 // syncedStatus is the status a finished automated sync of the benchmark's source leaves on an
-// Application (as read from one after a run), for the namespace ns and the commit rev.
+// Application (as read from one after a run), for the commit and repository given; syncedIn
+// adds the destination namespace.
 const syncedStatus = `{
- "conditions": [{"lastTransitionTime": "2026-01-01T00:00:02Z", "message": "synced to %[2]s and healthy", "observedGeneration": 1,
+ "conditions": [{"lastTransitionTime": "2026-01-01T00:00:02Z", "message": "synced to %[1]s and healthy", "observedGeneration": 1,
    "reason": "SyncedAndHealthy", "status": "True", "type": "Ready"}],
- "createdNamespace": "%[1]s",
  "health": {"status": "Healthy"},
  "history": [{"deployStartedAt": "2026-01-01T00:00:01Z", "deployedAt": "2026-01-01T00:00:02Z", "id": 0, "initiatedBy": {"automated": true},
-   "revision": "%[2]s", "source": {"path": "app", "repoURL": "%[3]s", "targetRevision": "main"}}],
+   "revision": "%[1]s", "source": {"path": "app", "repoURL": "%[2]s", "targetRevision": "main"}}],
  "observedGeneration": 1,
  "operationState": {
   "finishedAt": "2026-01-01T00:00:02Z", "id": "3f5a5", "message": "successfully synced",
-  "operation": {"initiatedBy": {"automated": true}, "sync": {"prune": true, "revision": "%[2]s"}},
+  "operation": {"initiatedBy": {"automated": true}, "sync": {"prune": true, "revision": "%[1]s"}},
   "phase": "Succeeded", "startedAt": "2026-01-01T00:00:01Z",
-  "syncResult": {"revision": "%[2]s", "resources": [
-   {"kind": "Secret", "message": "applied", "name": "token", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
-   {"kind": "ConfigMap", "message": "applied", "name": "settings", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
-   {"kind": "Service", "message": "applied", "name": "web", "namespace": "%[1]s", "status": "Synced", "syncPhase": "Sync", "version": "v1"}]}},
+  "syncResult": {"revision": "%[1]s", "resources": [
+   {"kind": "Secret", "message": "applied", "name": "token", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
+   {"kind": "ConfigMap", "message": "applied", "name": "settings", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
+   {"kind": "Service", "message": "applied", "name": "web", "status": "Synced", "syncPhase": "Sync", "version": "v1"}]}},
  "reconciledAt": "2026-01-01T00:00:00Z",
  "resources": [
-  {"kind": "ConfigMap", "name": "settings", "namespace": "%[1]s", "status": "Synced", "version": "v1"},
-  {"kind": "Secret", "name": "token", "namespace": "%[1]s", "status": "Synced", "version": "v1"},
-  {"health": {"status": "Healthy"}, "kind": "Service", "name": "web", "namespace": "%[1]s", "status": "Synced", "version": "v1"}],
- "sync": {"revision": "%[2]s", "status": "Synced"}
+  {"kind": "ConfigMap", "name": "settings", "status": "Synced", "version": "v1"},
+  {"kind": "Secret", "name": "token", "status": "Synced", "version": "v1"},
+  {"health": {"status": "Healthy"}, "kind": "Service", "name": "web", "status": "Synced", "version": "v1"}],
+ "sync": {"revision": "%[1]s", "status": "Synced"}
 }`
 
 // recordsApply is the second reference: the records any controller of this design keeps on
@@ -57,14 +57,15 @@ const syncedStatus = `{
 func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	cfg := f.mgmt.RESTConfig()
-	cfg.QPS, cfg.Burst = 100000, 100000
-	c, err := client.New(cfg, client.Options{Scheme: f.c.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := unlimitedClient(b, f.mgmt)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: recordsNamespace}}); err != nil {
 		b.Fatal(err)
+	}
+	var synced navarchv1.ApplicationStatus
+	dec := json.NewDecoder(strings.NewReader(fmt.Sprintf(syncedStatus, f.commit, f.repoURL)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&synced); err != nil {
+		b.Fatalf("records: the synced status: %v", err)
 	}
 	owner := metav1.OwnerReference{APIVersion: navarchv1.GroupVersion.String(), Kind: "ApplicationSet", Name: "records",
 		UID: "00000000-0000-0000-0000-000000000000", Controller: new(true), BlockOwnerDeletion: new(true)}
@@ -75,7 +76,7 @@ func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 	for range 16 {
 		wg.Go(func() {
 			for w := range work {
-				if err := f.record(ctx, c, clusterName(w[0]), elementName(w[1]), owner); err != nil {
+				if err := f.record(ctx, c, clusterName(w[0]), elementName(w[1]), owner, &synced); err != nil {
 					b.Error(err)
 				}
 			}
@@ -96,7 +97,7 @@ func (f *fleet) recordsApply(b *testing.B, perCluster int) time.Duration {
 }
 
 // record writes one Application's records: its creation, its status, its Event.
-func (f *fleet) record(ctx context.Context, c client.Client, cluster, element string, owner metav1.OwnerReference) error {
+func (f *fleet) record(ctx context.Context, c client.Client, cluster, element string, owner metav1.OwnerReference, synced *navarchv1.ApplicationStatus) error {
 	ns := cluster + "-" + element
 	app := &navarchv1.Application{
 		ObjectMeta: metav1.ObjectMeta{Namespace: recordsNamespace, Name: element + "-" + cluster,
@@ -111,13 +112,8 @@ func (f *fleet) record(ctx context.Context, c client.Client, cluster, element st
 	if err := c.Create(ctx, app); err != nil {
 		return fmt.Errorf("records: create Application %s: %w", app.Name, err)
 	}
-	status := fmt.Sprintf(syncedStatus, ns, f.commit, f.repoURL)
-	dec := json.NewDecoder(bytes.NewReader([]byte(status)))
-	dec.DisallowUnknownFields()
 	before := app.DeepCopy()
-	if err := dec.Decode(&app.Status); err != nil {
-		return fmt.Errorf("records: the synced status: %w", err)
-	}
+	app.Status = syncedIn(synced, ns)
 	if err := c.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("records: write the status of Application %s: %w", app.Name, err)
 	}
@@ -137,4 +133,17 @@ func (f *fleet) record(ctx context.Context, c client.Client, cluster, element st
 		return fmt.Errorf("records: create the Event of Application %s: %w", app.Name, err)
 	}
 	return nil
+}
+
+// syncedIn is a copy of synced with its resources, and the namespace navarch created, in ns.
+func syncedIn(synced *navarchv1.ApplicationStatus, ns string) navarchv1.ApplicationStatus {
+	out := *synced.DeepCopy()
+	out.CreatedNamespace = ns
+	for i := range out.Resources {
+		out.Resources[i].Namespace = ns
+	}
+	for i := range out.OperationState.SyncResult.Resources {
+		out.OperationState.SyncResult.Resources[i].Namespace = ns
+	}
+	return out
 }

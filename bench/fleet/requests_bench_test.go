@@ -48,8 +48,7 @@ func BenchmarkRequestCosts(b *testing.B) {
 			b.Error(err)
 		}
 	})
-	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst = 100000, 100000
+	cfg := unlimitedConfig(c)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
