@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// The runtime/metrics samples releaseAtRest reads.
+const (
+	heapAllocs = "/gc/heap/allocs:bytes"               // allocated since the process started
+	heapLive   = "/gc/heap/live:bytes"                 // marked live by the last collection
+	heapFree   = "/memory/classes/heap/free:bytes"     // free heap pages still held from the OS
+	heapGone   = "/memory/classes/heap/released:bytes" // free heap pages returned to the OS
+)
+
+// heapSample is one reading of the heap's figures.
+type heapSample struct {
+	allocs, live, free, released uint64
+}
+
+func readHeap() heapSample {
+	s := []metrics.Sample{{Name: heapAllocs}, {Name: heapLive}, {Name: heapFree}, {Name: heapGone}}
+	metrics.Read(s)
+	return heapSample{allocs: s[0].Value.Uint64(), live: s[1].Value.Uint64(), free: s[2].Value.Uint64(), released: s[3].Value.Uint64()}
+}
+
+// busy and quiet classify an interval by what the process allocated in it, against its live
+// heap: a sync or a new commit allocates many times the live heap in half a minute; an idle
+// fleet, its polls and probes, a small fraction of it.
+func busy(prev, now heapSample) bool  { return now.allocs-prev.allocs >= now.live/2 }
+func quiet(prev, now heapSample) bool { return now.allocs-prev.allocs < now.live/8 }
+
+// releaseAtRest collects the garbage and returns the heap's free pages to the operating
+// system when the controller comes to rest after a burst of work (a sync, a new commit),
+// checking every interval until ctx ends. Otherwise Go keeps, at rest, the garbage of up to
+// a live heap's worth of allocation before it collects, and free pages up to about the
+// collector's goal, twice the live heap: tens of megabytes the controller no longer uses
+// (docs/scaling.md).
+func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: log}
+	r.prev = r.read()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.check()
+		}
+	}
+}
+
+// heapReleaser holds the reading before the current interval, and whether a busy interval
+// has come since the last release.
+type heapReleaser struct {
+	read    func() heapSample
+	release func()
+	log     logr.Logger
+	prev    heapSample
+	worked  bool
+}
+
+// check releases the free heap at the first quiet interval after a busy one (a collection
+// and the return of every free page: a fraction of a second of CPU once per burst of work),
+// and reports whether it did.
+func (r *heapReleaser) check() bool {
+	now := r.read()
+	r.worked = r.worked || busy(r.prev, now)
+	released := r.worked && quiet(r.prev, now)
+	if released {
+		r.worked = false
+		r.release()
+		after := r.read()
+		r.log.Info("Returned the free heap to the operating system at rest",
+			"returnedBytes", int64(after.released)-int64(now.released), "liveBytes", after.live)
+		now = after
+	}
+	r.prev = now
+	return released
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/go-logr/logr"
+)
+
+// The release waits for a quiet interval after a busy one, and does not repeat until the
+// next busy one: readings from a fleet of 120 MB of live heap.
+func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
+	const mb = 1 << 20
+	allocs := uint64(0)
+	releases := 0
+	r := heapReleaser{
+		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
+		release: func() { releases++ },
+		log:     logr.Discard(),
+	}
+	for i, step := range []struct {
+		allocated   uint64
+		wantRelease bool
+	}{
+		{10 * mb, false},   // idle since the start: nothing to give back
+		{2000 * mb, false}, // a sync
+		{40 * mb, false},   // its tail: neither busy nor quiet
+		{5 * mb, true},     // at rest
+		{5 * mb, false},    // still at rest: already released
+		{14 * mb, false},   // a poll's quiet passes
+		{900 * mb, false},  // a commit
+		{1 * mb, true},     // at rest again
+	} {
+		allocs += step.allocated
+		before := releases
+		if got := r.check(); got != step.wantRelease || releases-before != map[bool]int{true: 1}[step.wantRelease] {
+			t.Errorf("interval %d (%d MiB allocated): check = %v after %d releases, want %v", i, step.allocated/mb, got, releases-before, step.wantRelease)
+		}
+	}
+}
+
+// The readings and the release are the runtime's own: a burst's garbage is collected and its
+// pages go back to the operating system at the first quiet check.
+func TestAReleaseReturnsABurstsPages(t *testing.T) {
+	// With the collector's goal off, Go neither collects nor returns pages by itself, so only
+	// the release does.
+	before := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	runtime.GC()
+	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard()}
+	r.prev = r.read()
+
+	burst := make([][]byte, 0, 128)
+	for range 128 {
+		burst = append(burst, make([]byte, 1<<20))
+	}
+	burst[0][0] = 1
+	burst = nil
+	if r.check() {
+		t.Fatal("the check right after the burst released, want none while allocating")
+	}
+	if !r.check() {
+		t.Fatal("the first quiet check did not release")
+	}
+	if s := readHeap(); s.free >= 16<<20 {
+		t.Errorf("after the release the heap holds %d MiB free, want the burst's 128 MiB returned", s.free>>20)
+	}
+}
