@@ -45,25 +45,36 @@ func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 func TestAReleaseReturnsABurstsPages(t *testing.T) {
 	// With the collector's goal off, Go neither collects nor returns pages by itself, so only
 	// the release does.
-	before := debug.SetGCPercent(-1)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
+	gcPercent := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(gcPercent) })
 	runtime.GC()
 	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard()}
 	r.prev = r.read()
 
-	burst := make([][]byte, 0, 128)
-	for range 128 {
-		burst = append(burst, make([]byte, 1<<20))
+	if n := allocate(128); n != 128 {
+		t.Fatalf("allocated %d MiB, want 128", n)
 	}
-	burst[0][0] = 1
-	burst = nil
 	if r.check() {
 		t.Fatal("the check right after the burst released, want none while allocating")
 	}
+	before := readHeap()
 	if !r.check() {
 		t.Fatal("the first quiet check did not release")
 	}
-	if s := readHeap(); s.free >= 16<<20 {
-		t.Errorf("after the release the heap holds %d MiB free, want the burst's 128 MiB returned", s.free>>20)
+	after := readHeap()
+	if returned := int64(after.released) - int64(before.released); returned < 64<<20 {
+		t.Errorf("the release returned %d MiB to the operating system, want the burst's 128 MiB", returned>>20)
 	}
+	if after.free >= 16<<20 {
+		t.Errorf("after the release the heap holds %d MiB free, want under 16 MiB", after.free>>20)
+	}
+}
+
+// allocate allocates n MiB, garbage once it returns, and reports how many it allocated.
+func allocate(n int) int {
+	chunks := make([][]byte, n)
+	for i := range chunks {
+		chunks[i] = make([]byte, 1<<20)
+	}
+	return len(chunks)
 }
