@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -34,16 +35,25 @@ func readHeap() heapSample {
 func busy(prev, now heapSample) bool  { return now.allocs-prev.allocs >= now.live/2 }
 func quiet(prev, now heapSample) bool { return now.allocs-prev.allocs < now.live/8 }
 
+// restGCPercent is the collector's goal at rest: a collection each time the controller has
+// allocated a quarter of its live heap, instead of all of it (GOGC's default, 100).
+const restGCPercent = 25
+
 // releaseAtRest collects the garbage and returns the heap's free pages to the operating
-// system when the controller comes to rest after a burst of work (a sync, a new commit),
-// checking every interval until ctx ends. Otherwise Go keeps, at rest, the garbage of up to
-// a live heap's worth of allocation before it collects, and free pages up to about the
-// collector's goal, twice the live heap: tens of megabytes the controller no longer uses
-// (docs/scaling.md).
+// system when the controller comes to rest after a burst of work (a sync, a new commit), and
+// collects more often while at rest, checking every interval until ctx ends. Otherwise Go
+// keeps, at rest, the garbage of up to a live heap's worth of allocation before it collects,
+// and free pages up to about the collector's goal, twice the live heap: tens of megabytes the
+// controller no longer uses (docs/scaling.md). Unless GOGC is set, the goal at rest is
+// restGCPercent, and the first busy interval restores Go's default; at rest the controller
+// allocates little, so the extra collections cost little.
 func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: log}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		r.setGCPercent = debug.SetGCPercent
+	}
 	r.prev = r.read()
 	for {
 		select {
@@ -55,22 +65,33 @@ func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration)
 	}
 }
 
-// heapReleaser holds the reading before the current interval, and whether a busy interval
-// has come since the last release.
+// heapReleaser holds the reading before the current interval, whether a busy interval has
+// come since the last release, and whether the collector's goal is the one at rest.
+// setGCPercent is nil when the user chose the goal (GOGC).
 type heapReleaser struct {
-	read    func() heapSample
-	release func()
-	log     logr.Logger
-	prev    heapSample
-	worked  bool
+	read         func() heapSample
+	release      func()
+	setGCPercent func(int) int
+	log          logr.Logger
+	prev         heapSample
+	worked       bool
+	resting      bool
+	workingGC    int // the goal the rest replaced
 }
 
 // check releases the free heap at the first quiet interval after a busy one (a collection
 // and the return of every free page: a fraction of a second of CPU once per burst of work),
-// and reports whether it did.
+// and reports whether it did. The release sets the collector's goal at rest; a busy interval
+// restores the working one.
 func (r *heapReleaser) check() bool {
 	now := r.read()
-	r.worked = r.worked || busy(r.prev, now)
+	if busy(r.prev, now) {
+		r.worked = true
+		if r.resting {
+			r.setGCPercent(r.workingGC)
+			r.resting = false
+		}
+	}
 	released := r.worked && quiet(r.prev, now)
 	if released {
 		r.worked = false
@@ -79,6 +100,10 @@ func (r *heapReleaser) check() bool {
 		r.log.Info("Returned the free heap to the operating system at rest",
 			"returnedBytes", int64(after.released)-int64(now.released), "liveBytes", after.live)
 		now = after
+		if r.setGCPercent != nil && !r.resting {
+			r.workingGC = r.setGCPercent(restGCPercent)
+			r.resting = true
+		}
 	}
 	r.prev = now
 	return released

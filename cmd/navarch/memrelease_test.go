@@ -9,33 +9,39 @@ import (
 )
 
 // The release waits for a quiet interval after a busy one, and does not repeat until the
-// next busy one: readings from a fleet of 120 MB of live heap.
+// next busy one; the collector's goal is restGCPercent from the release until work resumes:
+// readings from a fleet of 120 MB of live heap.
 func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	const mb = 1 << 20
 	allocs := uint64(0)
-	releases := 0
+	releases, gcPercent := 0, 100
 	r := heapReleaser{
-		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
-		release: func() { releases++ },
-		log:     logr.Discard(),
+		read:         func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
+		release:      func() { releases++ },
+		setGCPercent: func(p int) int { old := gcPercent; gcPercent = p; return old },
+		log:          logr.Discard(),
 	}
 	for i, step := range []struct {
 		allocated   uint64
 		wantRelease bool
+		wantGC      int
 	}{
-		{10 * mb, false},   // idle since the start: nothing to give back
-		{2000 * mb, false}, // a sync
-		{40 * mb, false},   // its tail: neither busy nor quiet
-		{5 * mb, true},     // at rest
-		{5 * mb, false},    // still at rest: already released
-		{14 * mb, false},   // a poll's quiet passes
-		{900 * mb, false},  // a commit
-		{1 * mb, true},     // at rest again
+		{10 * mb, false, 100},           // idle since the start: nothing to give back
+		{2000 * mb, false, 100},         // a sync
+		{40 * mb, false, 100},           // its tail: neither busy nor quiet
+		{5 * mb, true, restGCPercent},   // at rest
+		{5 * mb, false, restGCPercent},  // still at rest: already released
+		{14 * mb, false, restGCPercent}, // a poll's quiet passes
+		{900 * mb, false, 100},          // a commit
+		{1 * mb, true, restGCPercent},   // at rest again
 	} {
 		allocs += step.allocated
 		before := releases
 		if got := r.check(); got != step.wantRelease || releases-before != map[bool]int{true: 1}[step.wantRelease] {
 			t.Errorf("interval %d (%d MiB allocated): check = %v after %d releases, want %v", i, step.allocated/mb, got, releases-before, step.wantRelease)
+		}
+		if gcPercent != step.wantGC {
+			t.Errorf("interval %d (%d MiB allocated): the collector's goal is %d %%, want %d %%", i, step.allocated/mb, gcPercent, step.wantGC)
 		}
 	}
 }
