@@ -100,7 +100,7 @@ func (r *heapReleaser) check() bool {
 		r.log.Info("Returned the free heap to the operating system at rest",
 			"returnedBytes", int64(after.released)-int64(now.released), "liveBytes", after.live)
 		now = after
-		if r.setGCPercent != nil && !r.resting {
+		if r.setGCPercent != nil { // a release follows a busy interval, which ended any rest
 			r.workingGC = r.setGCPercent(restGCPercent)
 			r.resting = true
 		}
