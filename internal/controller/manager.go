@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
@@ -413,7 +412,7 @@ func metricsOptions(opts Options) (metricsserver.Options, error) {
 		BindAddress:    opts.MetricsAddr,
 		SecureServing:  true,
 		CertDir:        opts.MetricsCertDir,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsAuth,
 	}, nil
 }
 
