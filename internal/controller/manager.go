@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,6 +30,7 @@ import (
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/appset"
 	"github.com/navarch-io/navarch/internal/credentials"
+	"github.com/navarch-io/navarch/internal/eventrec"
 	"github.com/navarch-io/navarch/internal/gitrepo"
 	"github.com/navarch-io/navarch/internal/listenaddr"
 	"github.com/navarch-io/navarch/internal/plugin"
@@ -231,6 +233,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	events, err := newEventRecorder(mgr, opts.Logger.WithName("events"))
+	if err != nil {
+		return err
+	}
+
 	creds, err := credentialStore(cfg, mgr, opts.SystemNamespace)
 	if err != nil {
 		return err
@@ -282,7 +289,7 @@ func Run(ctx context.Context, opts Options) error {
 		Client:             mgr.GetClient(),
 		UnavailableRequeue: opts.UnavailableRequeue,
 		Engine:             engine.New(engine.Options{Source: fetcher, SelfHealBackoff: opts.SelfHealBackoff, Projects: projs}),
-		Events:             mgr.GetEventRecorder("navarch"),
+		Events:             events,
 	}
 	cacheOptions := clustercache.Options{
 		InCluster:        cfg,
@@ -338,7 +345,7 @@ func Run(ctx context.Context, opts Options) error {
 			Git:              appset.GitReader(reader, creds.Lookup),
 			GitHub:           github,
 			Plugins:          &plugin.Caller{Reader: apiReader, Namespace: opts.SystemNamespace},
-			Events:           mgr.GetEventRecorder("navarch"),
+			Events:           events,
 			WriteConcurrency: opts.WriteConcurrency,
 			MaxParamSets:     opts.MaxParamSets,
 			ErrorRequeue:     opts.ErrorRequeue,
@@ -350,7 +357,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("set up the webhook endpoint: %w", err)
 	}
 	if !opts.DisableNotifications {
-		if err := setupNotifications(mgr, cfg, opts); err != nil {
+		if err := setupNotifications(mgr, cfg, opts, events); err != nil {
 			return fmt.Errorf("set up notifications: %w", err)
 		}
 	}
@@ -414,6 +421,16 @@ func metricsOptions(opts Options) (metricsserver.Options, error) {
 		CertDir:        opts.MetricsCertDir,
 		FilterProvider: metricsAuth,
 	}, nil
+}
+
+// newEventRecorder adds to mgr the writer of the controllers' Events, as "navarch".
+func newEventRecorder(mgr ctrl.Manager, log logr.Logger) (*eventrec.Recorder, error) {
+	client, err := eventsclient.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("controller: the Events client: %w", err)
+	}
+	events := eventrec.New(client, mgr.GetScheme(), "navarch", log)
+	return events, mgr.Add(events)
 }
 
 // durationOrNil leaves a zero duration to controller-runtime's default.

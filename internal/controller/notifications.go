@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/eventrec"
 	"github.com/navarch-io/navarch/internal/notify"
 )
 
@@ -37,8 +38,7 @@ const ReasonInvalidNotificationConfig = "InvalidNotificationConfig"
 // setupNotifications adds the Notifier to mgr, fed by the manager's informers of
 // Applications and ApplicationSets, and configured by the ConfigMap and Secret
 // navarch-notifications, which a cache of those two objects alone watches.
-func setupNotifications(mgr ctrl.Manager, cfg *rest.Config, opts Options) error {
-	recorder := mgr.GetEventRecorder("navarch")
+func setupNotifications(mgr ctrl.Manager, cfg *rest.Config, opts Options, recorder *eventrec.Recorder) error {
 	notifier := notify.New(notify.Options{Logger: opts.Logger.WithName("notifications"), Events: recorder})
 	if err := mgr.Add(notifier); err != nil {
 		return err
