@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -103,39 +106,60 @@ type comparison struct {
 // the hashes of the desired and the (normalised) live object and of the ignore rules. An
 // unchanged Application therefore costs no dry runs, and status-only changes of live objects
 // (a Deployment's rollout progress) do not invalidate it.
+//
+// It holds one entry per managed object and hook of the fleet, for as long as the controller
+// runs, so an entry keeps only digests: of the object's key, and of the three hashes it was
+// computed from. No string of its own is kept, which would be three or four small
+// allocations an object, scattered over the heap among a sync's garbage.
 type dryRunCache struct {
 	mu      sync.Mutex
-	entries map[string]dryRunEntry
+	entries map[[sha256.Size]byte]dryRunEntry // by digest of the key
 }
 
 type dryRunEntry struct {
-	desired, live, ignore string
-	result                diff.Result
+	inputs [sha256.Size]byte // digest of the desired, live and ignore hashes
+	result diff.Result
+}
+
+// digest hashes parts, each prefixed by its length, so that no two lists of parts share one.
+func digest(parts ...string) [sha256.Size]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, p := range parts {
+		_, _ = h.Write(binary.AppendUvarint(n[:0], uint64(len(p))))
+		_, _ = io.WriteString(h, p)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 func (c *dryRunCache) get(key, desired, live, ignore string) (diff.Result, bool) {
+	k, inputs := digest(key), digest(desired, live, ignore)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || e.desired != desired || e.live != live || e.ignore != ignore {
+	e, ok := c.entries[k]
+	if !ok || e.inputs != inputs {
 		return diff.Result{}, false
 	}
 	return e.result, true
 }
 
 func (c *dryRunCache) put(key, desired, live, ignore string, r diff.Result) {
+	k, inputs := digest(key), digest(desired, live, ignore)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[string]dryRunEntry{}
+		c.entries = map[[sha256.Size]byte]dryRunEntry{}
 	}
-	c.entries[key] = dryRunEntry{desired: desired, live: live, ignore: ignore, result: r}
+	c.entries[k] = dryRunEntry{inputs: inputs, result: r}
 }
 
 func (c *dryRunCache) forget(key string) {
+	k := digest(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, key)
+	delete(c.entries, k)
 }
 
 // prepare turns rendered objects into desired resources: namespace defaulted (or cleared for

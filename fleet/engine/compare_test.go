@@ -160,6 +160,7 @@ func TestDryRunCache(t *testing.T) {
 		{name: "live changed", key: key, desired: "d1", live: "l2", ignore: "i1"},
 		{name: "ignore rules changed", key: key, desired: "d1", live: "l1", ignore: "i2"},
 		{name: "ignore rules removed", key: key, desired: "d1", live: "l1", ignore: ""},
+		{name: "the same bytes split otherwise", key: key, desired: "d1l", live: "1", ignore: "i1"},
 		{name: "other object", key: "prod//ConfigMap/shop/other", desired: "d1", live: "l1", ignore: "i1"},
 		{name: "same object on another cluster", key: "staging//ConfigMap/shop/config", desired: "d1", live: "l1", ignore: "i1"},
 	}
