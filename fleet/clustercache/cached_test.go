@@ -3,6 +3,7 @@ package clustercache
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +50,18 @@ func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	}
 	if key, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || key != "shop/web" {
 		t.Errorf("key %q, %v; want shop/web", key, err)
+	}
+	if o.resourceVersion != "42" {
+		t.Errorf("resourceVersion %q, want 42", o.resourceVersion)
+	}
+	// The names live in the JSON's block, not in strings of their own.
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(o.raw)))
+	end := start + uintptr(len(o.raw))
+	for _, s := range []string{o.name, o.namespace, o.resourceVersion, o.app.Namespace, o.app.Name} {
+		at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		if at < end || at+uintptr(len(s)) > end+uintptr(len("webshop42appsweb")) {
+			t.Errorf("%q is not packed after the JSON", s)
+		}
 	}
 	if again, _ := compactCached(o); again != o {
 		t.Error("compacting a compacted object changed it")
