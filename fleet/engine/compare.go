@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -107,22 +108,28 @@ type comparison struct {
 // unchanged Application therefore costs no dry runs, and status-only changes of live objects
 // (a Deployment's rollout progress) do not invalidate it.
 //
-// It holds one entry per managed object and hook of the fleet, for as long as the controller
-// runs, so an entry keeps only digests: of the object's key, and of the three hashes it was
-// computed from. No string of its own is kept, which would be three or four small
-// allocations an object, scattered over the heap among a sync's garbage.
+// It holds one entry per managed object and hook of the fleet for as long as the controller
+// runs, so an entry is small and holds no pointer but to a result that differs: a 128-bit
+// digest of the object's key, one of the three hashes it was computed from, and the result,
+// shared by every entry when it is the common "equal" or "absent". No string of its own is
+// kept, which would be three or four small allocations an object, scattered over the heap
+// among a sync's garbage.
 type dryRunCache struct {
 	mu      sync.Mutex
-	entries map[[sha256.Size]byte]dryRunEntry // by digest of the key
+	entries map[digest]dryRunEntry // by digest of the key
 }
 
 type dryRunEntry struct {
-	inputs [sha256.Size]byte // digest of the desired, live and ignore hashes
-	result diff.Result
+	inputs digest // of the desired, live and ignore hashes
+	result *diff.Result
 }
 
-// digest hashes parts, each prefixed by its length, so that no two lists of parts share one.
-func digest(parts ...string) [sha256.Size]byte {
+// digest is the first half of a SHA-256: with a few hundred thousand entries, a collision is
+// less likely than one in 10²⁷.
+type digest [16]byte
+
+// digestOf hashes parts, each prefixed by its length, so that no two lists of parts share one.
+func digestOf(parts ...string) digest {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	for _, p := range parts {
@@ -130,33 +137,52 @@ func digest(parts ...string) [sha256.Size]byte {
 		_, _ = io.WriteString(h, p)
 	}
 	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
+	var d digest
+	copy(d[:], h.Sum(sum[:0]))
+	return d
 }
 
+// The results most entries hold, shared.
+var (
+	resultEqual = diff.Result{Equal: true}
+	resultZero  = diff.Result{}
+)
+
 func (c *dryRunCache) get(key, desired, live, ignore string) (diff.Result, bool) {
-	k, inputs := digest(key), digest(desired, live, ignore)
+	k, inputs := digestOf(key), digestOf(desired, live, ignore)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
 	if !ok || e.inputs != inputs {
 		return diff.Result{}, false
 	}
-	return e.result, true
+	r := *e.result
+	r.Paths = slices.Clone(r.Paths) // the caller's own
+	return r, true
 }
 
 func (c *dryRunCache) put(key, desired, live, ignore string, r diff.Result) {
-	k, inputs := digest(key), digest(desired, live, ignore)
+	k, inputs := digestOf(key), digestOf(desired, live, ignore)
+	var kept *diff.Result
+	switch {
+	case r.Equal && len(r.Paths) == 0 && !r.Truncated:
+		kept = &resultEqual
+	case !r.Equal && r.Paths == nil && !r.Truncated:
+		kept = &resultZero
+	default:
+		own := r
+		kept = &own
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[[sha256.Size]byte]dryRunEntry{}
+		c.entries = map[digest]dryRunEntry{}
 	}
-	c.entries[k] = dryRunEntry{inputs: inputs, result: r}
+	c.entries[k] = dryRunEntry{inputs: inputs, result: kept}
 }
 
 func (c *dryRunCache) forget(key string) {
-	k := digest(key)
+	k := digestOf(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, k)

@@ -215,4 +215,21 @@ func TestDryRunCache(t *testing.T) {
 			t.Errorf("forget removed another key's entry")
 		}
 	})
+
+	t.Run("each caller gets its own paths", func(t *testing.T) {
+		var c dryRunCache
+		c.put(key, "d", "l", "", diff.Result{Paths: []string{"/data/a", "/data/b"}, Truncated: true})
+		first, _ := c.get(key, "d", "l", "")
+		first.Paths[0] = "/changed"
+		second, _ := c.get(key, "d", "l", "")
+		if want := (diff.Result{Paths: []string{"/data/a", "/data/b"}, Truncated: true}); !reflect.DeepEqual(second, want) {
+			t.Errorf("after a caller changed its paths, get = %+v; want %+v", second, want)
+		}
+		// The common results are one value, whatever the number of entries.
+		c.put("equal", "d", "l", "", diff.Result{Equal: true})
+		c.put("absent", "d", "l", "", diff.Result{})
+		if c.entries[digestOf("equal")].result != &resultEqual || c.entries[digestOf("absent")].result != &resultZero {
+			t.Errorf("an equal or absent result was stored on its own")
+		}
+	})
 }
