@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -56,6 +57,10 @@ type Recorder struct {
 	now        func() time.Time
 
 	queue chan *eventsv1.Event
+
+	dropMu   sync.Mutex
+	dropped  int  // Events dropped since the last report
+	dropping bool // the first drop of the spell was logged
 
 	// series is read and written only by the writer.
 	series map[[sha256.Size]byte]*series
@@ -104,8 +109,38 @@ func (r *Recorder) AnnotatedEventf(regarding, related runtime.Object, annotation
 	select {
 	case r.queue <- ev:
 	default:
+		r.drop(ev)
+	}
+}
+
+// drop counts an Event the queue had no room for. The first drop after a quiet spell is
+// logged at once; the ones that follow are counted, and the writer logs their number at its
+// next sweep, so that an apiserver outage costs the log a line a minute, not one per Event.
+func (r *Recorder) drop(ev *eventsv1.Event) {
+	r.dropMu.Lock()
+	first := r.dropped == 0 && !r.dropping
+	if first {
+		r.dropping = true
+	} else {
+		r.dropped++
+	}
+	r.dropMu.Unlock()
+	if first {
 		r.log.Info("Dropped an Event: the management apiserver is behind on writing them",
-			"reason", reason, "regarding", klogRef(ev.Regarding), "waiting", queueLength)
+			"reason", ev.Reason, "regarding", klogRef(ev.Regarding), "waiting", queueLength)
+	}
+}
+
+// reportDrops logs how many Events were dropped since the last report, if any, and ends a
+// spell of drops when there were none.
+func (r *Recorder) reportDrops() {
+	r.dropMu.Lock()
+	n := r.dropped
+	r.dropped = 0
+	r.dropping = n > 0
+	r.dropMu.Unlock()
+	if n > 0 {
+		r.log.Info("Dropped Events: the management apiserver is behind on writing them", "dropped", n, "waiting", queueLength)
 	}
 }
 
@@ -161,6 +196,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 			r.write(ctx, ev)
 		case <-sweep.C:
 			r.forget()
+			r.reportDrops()
 		case <-ctx.Done():
 			r.drain()
 			return nil
