@@ -29,6 +29,7 @@ import (
 	"github.com/navarch-io/navarch/fleet/helm/repo"
 	"github.com/navarch-io/navarch/fleet/source"
 	"github.com/navarch-io/navarch/internal/appset"
+	"github.com/navarch-io/navarch/internal/compact"
 	"github.com/navarch-io/navarch/internal/credentials"
 	"github.com/navarch-io/navarch/internal/eventrec"
 	"github.com/navarch-io/navarch/internal/gitrepo"
@@ -175,6 +176,17 @@ func (o *Options) defaults() {
 	}
 }
 
+// compactCached is the transform of the manager's cache, which holds every Application for
+// the controller's lifetime: managed fields dropped, repeated strings shared and slices cut to
+// their length (internal/compact).
+func compactCached(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	compact.Value(obj)
+	return obj, err
+}
+
+var stripManagedFields = cache.TransformStripManagedFields()
+
 // Run starts the controller manager and blocks until ctx is done. `navarch controller` and the
 // integration tests both call it, so tests exercise the production wiring.
 func Run(ctx context.Context, opts Options) error {
@@ -186,7 +198,7 @@ func Run(ctx context.Context, opts Options) error {
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
 	cacheOpts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: compactCached,
 		// Projects live in the controller's namespace only.
 		ByObject: map[client.Object]cache.ByObject{
 			&navarchv1.Project{}: {Namespaces: map[string]cache.Config{opts.SystemNamespace: {}}},
