@@ -9,31 +9,35 @@ import (
 )
 
 // The release waits for a quiet interval after a busy one, and does not repeat until the
-// next busy one; the collector's goal is restGCPercent from the release until work resumes:
-// readings from a fleet of 120 MB of live heap.
+// next busy one; the collector's goal is workingGCPercent from the start, and restGCPercent from
+// the release until work resumes: readings from a fleet of 120 MB of live heap.
 func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	const mb = 1 << 20
 	allocs := uint64(0)
-	releases, gcPercent := 0, 100
+	releases, gcPercent := 0, 100 // Go's default
 	r := heapReleaser{
 		read:         func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
 		release:      func() { releases++ },
 		setGCPercent: func(p int) int { old := gcPercent; gcPercent = p; return old },
 		log:          logr.Discard(),
 	}
+	r.start()
+	if gcPercent != workingGCPercent {
+		t.Fatalf("the collector's goal at the start is %d %%, want %d %%", gcPercent, workingGCPercent)
+	}
 	for i, step := range []struct {
 		allocated   uint64
 		wantRelease bool
 		wantGC      int
 	}{
-		{10 * mb, false, 100},           // idle since the start: nothing to give back
-		{2000 * mb, false, 100},         // a sync
-		{40 * mb, false, 100},           // its tail: neither busy nor quiet
-		{5 * mb, true, restGCPercent},   // at rest
-		{5 * mb, false, restGCPercent},  // still at rest: already released
-		{14 * mb, false, restGCPercent}, // a poll's quiet passes
-		{900 * mb, false, 100},          // a commit
-		{1 * mb, true, restGCPercent},   // at rest again
+		{10 * mb, false, workingGCPercent},   // idle since the start: nothing to give back
+		{2000 * mb, false, workingGCPercent}, // a sync
+		{40 * mb, false, workingGCPercent},   // its tail: neither busy nor quiet
+		{5 * mb, true, restGCPercent},        // at rest
+		{5 * mb, false, restGCPercent},       // still at rest: already released
+		{14 * mb, false, restGCPercent},      // a poll's quiet passes
+		{900 * mb, false, workingGCPercent},  // a commit
+		{1 * mb, true, restGCPercent},        // at rest again
 	} {
 		allocs += step.allocated
 		before := releases
@@ -55,7 +59,7 @@ func TestAReleaseReturnsABurstsPages(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(gcPercent) })
 	runtime.GC()
 	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard()}
-	r.prev = r.read()
+	r.start()
 
 	if n := allocate(128); n != 128 {
 		t.Fatalf("allocated %d MiB, want 128", n)
