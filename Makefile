@@ -95,7 +95,7 @@ test: git k8s chromium ## Run every unit, integration and e2e test against real 
 # coverage pass alone outlasts it on a loaded machine), so a regression shows up in CI.
 FUZZ_TARGETS := ./templates:FuzzFastTemplate ./templates:FuzzGoTemplate ./generators:FuzzMatchPath \
 	./internal/gitrepo:FuzzParseLsRemote ./internal/gitrepo:FuzzParseLsTree ./fleet/render:FuzzRender \
-	./internal/jsontree:FuzzParsePointer ./internal/actions:FuzzParseResource
+	./internal/jsontree:FuzzParsePointer ./internal/actions:FuzzParseResource ./internal/delta:FuzzRoundTrip
 FUZZTIME ?= 2m
 TEST_FUZZTIME ?= 2000x
 
@@ -109,7 +109,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 2m each).
 
 .PHONY: bench
 bench: k8s ## Run the performance benchmarks (budgets in bench/README.md); results go in bench/RESULTS.md.
-	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/ ./internal/scm/ ./internal/dashboard/ ./internal/compact/
+	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/ ./internal/scm/ ./internal/dashboard/ ./internal/compact/ ./internal/delta/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./internal/controller/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/
 	go test -run='^$$' -bench=. -benchtime=3x -count=1 -timeout 60m ./fleet/source/

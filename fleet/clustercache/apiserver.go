@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/navarch-io/navarch/internal/delta"
 )
 
 // apiserver is what navarch keeps of one apiserver as one identity sees it: clients,
@@ -162,7 +165,7 @@ func (a *apiserver) startWatch(gvr schema.GroupVersionResource) *watch {
 	// single-object namespaces costs more than the objects' names.
 	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
-	_ = inf.SetTransform(compactCached)
+	_ = inf.SetTransform(new(packer).compact)
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    a.onEvent,
 		UpdateFunc: func(_, obj any) { a.onEvent(obj) },
@@ -203,18 +206,20 @@ func (a *apiserver) onEvent(obj any) {
 
 // cachedObject is a managed object as the watch caches keep it: what finds and routes it
 // (its name, namespace, resourceVersion and the Application that tracks it) decoded, and the
-// rest as JSON. Decoded into maps, an object takes two to three times the memory, all of it
-// pointers the garbage collector scans; the JSON is one pointer-free block. Live decodes it
-// again on each read, which costs microseconds and hands every caller its own copy.
+// rest as JSON encoded against the first object of its resource type (see packer). Decoded
+// into maps, an object takes two to three times the memory of its JSON, all of it pointers
+// the garbage collector scans; the encoding is one pointer-free block of a fifth of that. Live
+// decodes it again on each read, which costs microseconds and hands every caller its own copy.
 //
-// The names and the JSON share one block (see compactCached): two allocations an object
+// The names and the encoding share one block (see packer.compact): two allocations an object
 // rather than six, which matters because the caches are written during a sync, among its
 // garbage, and a page with one live object in it cannot be returned to the system.
 type cachedObject struct {
 	name, namespace, resourceVersion string
 	app                              types.NamespacedName
 	tracked                          bool
-	raw                              []byte
+	packed                           []byte
+	dict                             *delta.Dictionary
 }
 
 // GetObjectMeta gives the informer's key function and its update check what they read.
@@ -224,19 +229,34 @@ func (o *cachedObject) GetObjectMeta() metav1.Object {
 
 // object decodes the cached object.
 func (o *cachedObject) object() (*unstructured.Unstructured, error) {
+	raw, err := o.dict.Decode(o.packed)
+	if err != nil {
+		return nil, fmt.Errorf("unpack the cached %s/%s: %w", o.namespace, o.name, err)
+	}
 	var m map[string]any
-	if err := utiljson.Unmarshal(o.raw, &m); err != nil {
+	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("decode the cached %s/%s: %w", o.namespace, o.name, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// compactCached is the watch caches' transform. It drops what navarch never reads there:
-// managedFields (most of an object's size; navarch reads them only with a direct GET) and
-// kubectl's last-applied-configuration (a second copy of the object, which the diff
-// ignores), and keeps the rest as a cachedObject. An object it already compacted passes
-// through unchanged.
-func compactCached(obj any) (any, error) {
+// packer is the transform of one resource type's watch cache. The first object it keeps
+// becomes the reference the JSON of the others is encoded against (internal/delta): objects
+// of one type share their keys and most values, and differ in names, uids, resourceVersions
+// and timestamps, so a Service of 630 bytes of JSON keeps about 120.
+type packer struct {
+	dict atomic.Pointer[delta.Dictionary]
+}
+
+// maxReference bounds the reference. A first object larger than this (a ConfigMap holding a
+// file) would cost memory for the cache's lifetime while helping few others.
+const maxReference = 8 << 10
+
+// compact drops what navarch never reads in the watch caches: managedFields (most of an
+// object's size; navarch reads them only with a direct GET) and kubectl's
+// last-applied-configuration (a second copy of the object, which the diff ignores), and keeps
+// the rest as a cachedObject. An object it already compacted passes through unchanged.
+func (p *packer) compact(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -252,14 +272,19 @@ func compactCached(obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
+	dict := p.dict.Load()
+	if dict == nil {
+		p.dict.CompareAndSwap(nil, delta.NewDictionary(encoded[:min(len(encoded), maxReference)]))
+		dict = p.dict.Load()
+	}
+	packed := dict.Append(make([]byte, 0, len(encoded)/2), encoded)
 	app, tracked := TrackedBy(u)
 	name, namespace, rv := u.GetName(), u.GetNamespace(), u.GetResourceVersion()
-	b := newBlock(len(encoded) + len(name) + len(namespace) + len(rv) + len(app.Namespace) + len(app.Name))
-	raw := b.bytes(encoded)
+	b := newBlock(len(packed) + len(name) + len(namespace) + len(rv) + len(app.Namespace) + len(app.Name))
 	return &cachedObject{
+		packed: b.bytes(packed), dict: dict,
 		name: b.string(name), namespace: b.string(namespace), resourceVersion: b.string(rv),
 		app: types.NamespacedName{Namespace: b.string(app.Namespace), Name: b.string(app.Name)}, tracked: tracked,
-		raw: raw,
 	}, nil
 }
 

@@ -50,7 +50,7 @@ func trackedConfigMap(app types.NamespacedName, ns string) any {
 	u.SetNamespace(ns)
 	u.SetName("settings")
 	u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(app, u)})
-	o, err := compactCached(u)
+	o, err := new(packer).compact(u)
 	if err != nil {
 		panic(err)
 	}

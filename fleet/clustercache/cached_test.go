@@ -1,6 +1,7 @@
 package clustercache
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -14,7 +15,7 @@ import (
 )
 
 // The watch caches keep an object without managedFields and last-applied-configuration, as
-// JSON that decodes back to everything else (integers stay integers), under the key the
+// packed JSON that decodes back to everything else (integers stay integers), under the key the
 // informer files it by; each decode is a copy of its own, and compacting twice is harmless.
 func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	app := types.NamespacedName{Namespace: "apps", Name: "web"}
@@ -37,7 +38,8 @@ func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	}}
 	u.SetAnnotations(map[string]string{lastApplied: `{"kind":"Service"}`, "team": "payments", navarchv1.AnnotationTrackingID: TrackingID(app, u)})
 
-	cached, err := compactCached(u.DeepCopy())
+	p := new(packer)
+	cached, err := p.compact(u.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,16 +56,16 @@ func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	if o.resourceVersion != "42" {
 		t.Errorf("resourceVersion %q, want 42", o.resourceVersion)
 	}
-	// The names live in the JSON's block, not in strings of their own.
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(o.raw)))
-	end := start + uintptr(len(o.raw))
+	// The names live in the packed JSON's block, not in strings of their own.
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(o.packed)))
+	end := start + uintptr(len(o.packed))
 	for _, s := range []string{o.name, o.namespace, o.resourceVersion, o.app.Namespace, o.app.Name} {
 		at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 		if at < end || at+uintptr(len(s)) > end+uintptr(len("webshop42appsweb")) {
 			t.Errorf("%q is not packed after the JSON", s)
 		}
 	}
-	if again, _ := compactCached(o); again != o {
+	if again, _ := p.compact(o); again != o {
 		t.Error("compacting a compacted object changed it")
 	}
 
@@ -92,8 +94,57 @@ func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	untracked.SetKind("ConfigMap")
 	untracked.SetName("loose")
 	untracked.SetNamespace("shop")
-	if c, _ := compactCached(untracked); c.(*cachedObject).tracked {
+	if c, _ := p.compact(untracked); c.(*cachedObject).tracked {
 		t.Error("an object without a tracking id counts as tracked")
 	}
 	var _ metav1.ObjectMetaAccessor = o
+}
+
+// Each resource type's cache encodes its objects against the first one it kept, so an object
+// like it keeps a fraction of its JSON, and still decodes whole.
+func TestObjectsOfATypeArePackedAgainstTheFirst(t *testing.T) {
+	service := func(ns, uid, rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1",
+			"kind":       "Service",
+			"metadata": map[string]any{
+				"name": "web", "namespace": ns, "uid": uid, "resourceVersion": rv,
+				"creationTimestamp": "2026-12-04T05:00:00Z",
+				"labels":            map[string]any{LabelManaged: "true"},
+			},
+			"spec": map[string]any{
+				"clusterIP": "10.96.0.10", "clusterIPs": []any{"10.96.0.10"}, "internalTrafficPolicy": "Cluster",
+				"ipFamilies": []any{"IPv4"}, "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None", "type": "ClusterIP",
+				"ports":    []any{map[string]any{"port": int64(80), "protocol": "TCP", "targetPort": int64(80)}},
+				"selector": map[string]any{"app": "web"},
+			},
+			"status": map[string]any{"loadBalancer": map[string]any{}},
+		}}
+		u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(types.NamespacedName{Namespace: "apps", Name: ns}, u)})
+		return u
+	}
+	p := new(packer)
+	if _, err := p.compact(service("c001-e001", "0b6f1c2e-8a1d-4c55-9f51-8b1d1f8a8a11", "1001")); err != nil {
+		t.Fatal(err)
+	}
+	second := service("c002-e017", "71d2a9f0-33be-4e0a-b6c7-5e2f90d1c4a8", "1002")
+	want, err := json.Marshal(second.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := p.compact(second.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cached.(*cachedObject)
+	if len(o.packed)*3 > len(want) {
+		t.Errorf("the second Service keeps %d bytes for %d of JSON; want under a third", len(o.packed), len(want))
+	}
+	got, err := o.object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Object, second.Object) {
+		t.Errorf("decoded\n%v\nwant\n%v", got.Object, second.Object)
+	}
 }
