@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -245,12 +244,8 @@ func (o *cachedObject) object() (*unstructured.Unstructured, error) {
 // of one type share their keys and most values, and differ in names, uids, resourceVersions
 // and timestamps, so a Service of 630 bytes of JSON keeps about 120.
 type packer struct {
-	dict atomic.Pointer[delta.Dictionary]
+	ref delta.Reference
 }
-
-// maxReference bounds the reference. A first object larger than this (a ConfigMap holding a
-// file) would cost memory for the cache's lifetime while helping few others.
-const maxReference = 8 << 10
 
 // compact drops what navarch never reads in the watch caches: managedFields (most of an
 // object's size; navarch reads them only with a direct GET) and kubectl's
@@ -272,11 +267,7 @@ func (p *packer) compact(obj any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	dict := p.dict.Load()
-	if dict == nil {
-		p.dict.CompareAndSwap(nil, delta.NewDictionary(encoded[:min(len(encoded), maxReference)]))
-		dict = p.dict.Load()
-	}
+	dict := p.ref.For(encoded)
 	packed := dict.Append(make([]byte, 0, len(encoded)/2), encoded)
 	app, tracked := TrackedBy(u)
 	name, namespace, rv := u.GetName(), u.GetNamespace(), u.GetResourceVersion()

@@ -388,7 +388,7 @@ func (deleting) Update(e event.UpdateEvent) bool {
 func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
 	enqueue := func(ctx context.Context, c *navarchv1.Cluster, q handlerQueue) {
 		var apps navarchv1.ApplicationList
-		if err := r.Client.List(ctx, &apps); err != nil {
+		if err := r.Client.List(ctx, &apps, withoutStatusLists{}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "List Applications for a Cluster event")
 			return
 		}
@@ -434,7 +434,7 @@ func (r *ApplicationReconciler) clusterHandler() handler.EventHandler {
 func (r *ApplicationReconciler) projectHandler() handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var apps navarchv1.ApplicationList
-		if err := r.Client.List(ctx, &apps); err != nil {
+		if err := r.Client.List(ctx, &apps, withoutStatusLists{}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "List Applications for a Project event")
 			return nil
 		}

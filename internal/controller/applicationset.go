@@ -719,11 +719,13 @@ func (r *ApplicationSetReconciler) clearAnnotation(ctx context.Context, set *nav
 	return nil
 }
 
-// ownedApplications returns the Applications the ApplicationSet controls, by name.
+// ownedApplications returns the Applications the ApplicationSet controls, by name, without
+// their status lists: a pass reads their spec, sync, health and operation, and may list
+// thousands.
 func (r *ApplicationSetReconciler) ownedApplications(ctx context.Context, set *navarchv1.ApplicationSet) (map[string]*navarchv1.Application, error) {
 	var list navarchv1.ApplicationList
 	if err := r.Client.List(ctx, &list, client.InNamespace(set.Namespace),
-		client.MatchingLabels{navarchv1.LabelApplicationSet: set.Name}); err != nil {
+		client.MatchingLabels{navarchv1.LabelApplicationSet: set.Name}, withoutStatusLists{}); err != nil {
 		return nil, fmt.Errorf("list Applications: %w", err)
 	}
 	out := map[string]*navarchv1.Application{}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestCompactCached checks the manager cache's transform: managed fields gone, slices cut to
-// their length, equal strings of two Applications sharing one copy.
+// their length, equal strings of two Applications sharing one copy. Status lists are encoded
+// (statuspack_test.go) and come back compacted too.
 func TestCompactCached(t *testing.T) {
 	newApp := func(name string) *navarchv1.Application {
 		resources := make([]navarchv1.ResourceStatus, 0, 4)
@@ -25,21 +26,24 @@ func TestCompactCached(t *testing.T) {
 			},
 		}
 	}
+	p := &statusPacker{}
 	a, b := newApp("one"), newApp("two")
 	for _, app := range []*navarchv1.Application{a, b} {
-		out, err := compactCached(app)
-		if err != nil || out != any(app) {
-			t.Fatalf("compactCached(%s) = %v, %v; want the same object and no error", app.Name, out, err)
+		app.Finalizers = append(make([]string, 0, 4), navarchv1.FinalizerResources)
+		cached(t, p, app)
+		if name := packedLists(app); name == nil || len(app.ManagedFields) != 1 {
+			t.Errorf("%s: managedFields %v; want only the encoded status lists", app.Name, app.ManagedFields)
 		}
-		if app.ManagedFields != nil {
-			t.Errorf("%s: managedFields kept: %v", app.Name, app.ManagedFields)
-		}
-		if len(app.Status.Resources) != 3 || cap(app.Status.Resources) != 3 {
-			t.Errorf("%s: status.resources of length %d, capacity %d; want 3, 3", app.Name, len(app.Status.Resources), cap(app.Status.Resources))
+		if len(app.Finalizers) != 1 || cap(app.Finalizers) != 1 {
+			t.Errorf("%s: finalizers of length %d, capacity %d; want 1, 1", app.Name, len(app.Finalizers), cap(app.Finalizers))
 		}
 	}
 	if unsafe.StringData(a.Status.Sync.Revision) != unsafe.StringData(b.Status.Sync.Revision) ||
-		unsafe.StringData(a.Status.Resources[2].Kind) != unsafe.StringData(b.Status.Resources[2].Kind) {
-		t.Error("the two Applications' revisions and kinds are separate copies")
+		unsafe.StringData(a.Finalizers[0]) != unsafe.StringData(b.Finalizers[0]) {
+		t.Error("the two Applications' revisions and finalizers are separate copies")
+	}
+	got, err := p.unpacked(b)
+	if err != nil || len(got.Status.Resources) != 3 || got.Status.Resources[2].Kind != "Service" || got.ManagedFields != nil {
+		t.Errorf("unpacked(two) = %+v, %v; want its three resources back", got, err)
 	}
 }

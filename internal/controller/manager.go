@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,13 +177,28 @@ func (o *Options) defaults() {
 	}
 }
 
-// compactCached is the transform of the manager's cache, which holds every Application for
-// the controller's lifetime: managed fields dropped, repeated strings shared and slices cut to
-// their length (internal/compact).
-func compactCached(obj any) (any, error) {
-	obj, err := stripManagedFields(obj)
-	compact.Value(obj)
-	return obj, err
+// compactCached returns the transform of the manager's cache, which holds every Application
+// for the controller's lifetime: managed fields dropped, the status lists of Applications
+// encoded (statusPacker), repeated strings shared and slices cut to their length
+// (internal/compact). Informers may transform an object twice: an Application transformed
+// already is left as it is.
+func compactCached(packer *statusPacker) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if app, ok := obj.(*navarchv1.Application); ok && packedLists(app) != nil {
+			return obj, nil
+		}
+		obj, err := stripManagedFields(obj)
+		if err != nil {
+			return obj, err
+		}
+		if app, ok := obj.(*navarchv1.Application); ok {
+			if err := packer.pack(app); err != nil {
+				return obj, err
+			}
+		}
+		compact.Value(obj)
+		return obj, nil
+	}
 }
 
 var stripManagedFields = cache.TransformStripManagedFields()
@@ -197,8 +213,9 @@ func Run(ctx context.Context, opts Options) error {
 	cfg := rest.CopyConfig(opts.Config)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
+	packer := &statusPacker{}
 	cacheOpts := cache.Options{
-		DefaultTransform: compactCached,
+		DefaultTransform: compactCached(packer),
 		// Projects live in the controller's namespace only.
 		ByObject: map[client.Object]cache.ByObject{
 			&navarchv1.Project{}: {Namespaces: map[string]cache.Config{opts.SystemNamespace: {}}},
@@ -220,6 +237,7 @@ func Run(ctx context.Context, opts Options) error {
 		MapperProvider:                newMapperProvider(sch),
 		Logger:                        opts.Logger,
 		Cache:                         cacheOpts,
+		NewCache:                      newStatusCache(packer),
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
@@ -369,7 +387,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("set up the webhook endpoint: %w", err)
 	}
 	if !opts.DisableNotifications {
-		if err := setupNotifications(mgr, cfg, opts, events); err != nil {
+		if err := setupNotifications(mgr, cfg, opts, events, packer); err != nil {
 			return fmt.Errorf("set up notifications: %w", err)
 		}
 	}

@@ -302,7 +302,7 @@ func (w *webhookReceiver) refreshApplications(ctx context.Context, log logr.Logg
 	for _, repo := range p.Repository.Keys() {
 		for _, rev := range p.Revisions() {
 			var list navarchv1.ApplicationList
-			if err := w.reader.List(ctx, &list, client.MatchingFields{indexWebhookSource: sourceKey(repo, rev)}); err != nil {
+			if err := w.reader.List(ctx, &list, client.MatchingFields{indexWebhookSource: sourceKey(repo, rev)}, withoutStatusLists{}); err != nil {
 				log.Error(err, "List the Applications of a push")
 				continue
 			}
