@@ -180,8 +180,8 @@ func (o *Options) defaults() {
 // compactCached returns the transform of the manager's cache, which holds every Application
 // for the controller's lifetime: managed fields dropped, the status lists of Applications
 // encoded (statusPacker), repeated strings shared and slices cut to their length
-// (internal/compact). Informers may transform an object twice: an Application transformed
-// already is left as it is.
+// (internal/compact). Like any informer transform it is idempotent: an Application
+// transformed already is left as it is.
 func compactCached(packer *statusPacker) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if app, ok := obj.(*navarchv1.Application); ok && packedLists(app) != nil {
