@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"reflect"
 	"runtime"
 	"testing"
@@ -12,46 +14,8 @@ import (
 	sjson "sigs.k8s.io/json"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 )
-
-// application is an Application of bench/fleet as the controller reads it after a sync:
-// element %[1]s of the list generator on Cluster %[2]s.
-const application = `{"apiVersion": "navarch.io/v1alpha1", "kind": "Application",
- "metadata": {"name": "%[1]s-%[2]s", "namespace": "fleet-apps", "uid": "%[3]s", "resourceVersion": "%[4]d", "generation": 1,
-  "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"navarch.io/application-set": "fleet"},
-  "finalizers": ["navarch.io/resources-finalizer"],
-  "ownerReferences": [{"apiVersion": "navarch.io/v1alpha1", "kind": "ApplicationSet", "name": "fleet",
-   "uid": "0c6f5a0e-8f7e-4a55-9f51-8b1d1f8a8a11", "controller": true, "blockOwnerDeletion": true}]},
- "spec": {"source": {"repoURL": "http://127.0.0.1:4000/fleet.git", "targetRevision": "main", "path": "app"},
-  "destination": {"name": "%[2]s", "namespace": "%[2]s-%[1]s"},
-  "syncPolicy": {"automated": {"prune": true}, "syncOptions": ["CreateNamespace=true"]}},
- "status": {
-  "conditions": [{"lastTransitionTime": "2026-01-01T00:00:02Z", "message": "synced to 9f1c2e7a and healthy",
-   "observedGeneration": 1, "reason": "SyncedAndHealthy", "status": "True", "type": "Ready"}],
-  "health": {"status": "Healthy"},
-  "history": [{"deployStartedAt": "2026-01-01T00:00:01Z", "deployedAt": "2026-01-01T00:00:02Z", "id": 0,
-   "initiatedBy": {"automated": true}, "revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e",
-   "source": {"path": "app", "repoURL": "http://127.0.0.1:4000/fleet.git", "targetRevision": "main"}}],
-  "observedGeneration": 1,
-  "operationState": {"finishedAt": "2026-01-01T00:00:02Z", "id": "3f5a5", "message": "successfully synced",
-   "operation": {"initiatedBy": {"automated": true}, "sync": {"prune": true, "revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"}},
-   "phase": "Succeeded", "startedAt": "2026-01-01T00:00:01Z",
-   "syncResult": {"revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", "resources": [
-    {"kind": "Secret", "namespace": "%[2]s-%[1]s", "message": "applied", "name": "token", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
-    {"kind": "ConfigMap", "namespace": "%[2]s-%[1]s", "message": "applied", "name": "settings", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
-    {"kind": "Service", "namespace": "%[2]s-%[1]s", "message": "applied", "name": "web", "status": "Synced", "syncPhase": "Sync", "version": "v1"}]}},
-  "reconciledAt": "2026-01-01T00:00:00Z",
-  "resources": [
-   {"kind": "ConfigMap", "namespace": "%[2]s-%[1]s", "name": "settings", "status": "Synced", "version": "v1"},
-   {"kind": "Secret", "namespace": "%[2]s-%[1]s", "name": "token", "status": "Synced", "version": "v1"},
-   {"health": {"status": "Healthy"}, "kind": "Service", "namespace": "%[2]s-%[1]s", "name": "web", "status": "Synced", "version": "v1"}],
-  "sync": {"revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", "status": "Synced"}}}`
-
-// document returns the i-th Application of a fleet of 100 per Cluster.
-func document(i int) []byte {
-	element, cluster := fmt.Sprintf("e%03d", i%100), fmt.Sprintf("c%03d", i/100)
-	return fmt.Appendf(nil, application, element, cluster, fmt.Sprintf("%08x-1111-4222-8333-%012x", i, i), 100000+i)
-}
 
 // decode decodes as the controller's informers do.
 func decode(tb testing.TB, doc []byte) *navarchv1.Application {
@@ -67,7 +31,7 @@ func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.String
 
 func TestValueKeepsTheObjectEqual(t *testing.T) {
 	for i := range 3 {
-		doc := document(i * 137)
+		doc := fixture.SyncedApplication(i * 137)
 		app, want := decode(t, doc), decode(t, doc)
 		Value(app)
 		if !reflect.DeepEqual(app, want) {
@@ -79,8 +43,60 @@ func TestValueKeepsTheObjectEqual(t *testing.T) {
 	}
 }
 
+// withoutCollisions makes the shared table, for the rest of the test, a new one whose seed puts
+// each distinct string of docs in a slot of its own. The table keeps the last string of each
+// slot, so with the process's random seed two strings of one Application may share a slot and
+// take turns in it, and which pairs do changes from run to run.
+func withoutCollisions(t *testing.T, docs ...[]byte) {
+	var all []string
+	var collect func(v any)
+	collect = func(v any) {
+		switch v := v.(type) {
+		case string:
+			all = append(all, v)
+		case []any:
+			for _, e := range v {
+				collect(e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				all = append(all, k)
+				collect(e)
+			}
+		}
+	}
+	for _, doc := range docs {
+		var v any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			t.Fatal(err)
+		}
+		collect(v)
+	}
+	for range 1000 {
+		tab := &table{seed: maphash.MakeSeed()}
+		taken := map[uint64]string{}
+		collides := false
+		for _, s := range all {
+			i := maphash.String(tab.seed, s) & (slots - 1)
+			if other, ok := taken[i]; ok && other != s {
+				collides = true
+				break
+			}
+			taken[i] = s
+		}
+		if !collides {
+			old := strings
+			strings = tab
+			t.Cleanup(func() { strings = old })
+			return
+		}
+	}
+	t.Fatalf("no seed of 1000 puts the %d strings in slots of their own", len(all))
+}
+
 func TestValueSharesRepeatedStrings(t *testing.T) {
-	a, b := decode(t, document(1)), decode(t, document(2))
+	withoutCollisions(t, fixture.SyncedApplication(1), fixture.SyncedApplication(2))
+	a, b := decode(t, fixture.SyncedApplication(1)), decode(t, fixture.SyncedApplication(2))
 	if sameString(a.Status.Sync.Revision, b.Status.Sync.Revision) {
 		t.Fatal("decoding alone already shares strings; the test proves nothing")
 	}
@@ -115,7 +131,7 @@ func TestValueSharesRepeatedStrings(t *testing.T) {
 }
 
 func TestValueCutsSlicesToLength(t *testing.T) {
-	app := decode(t, document(5))
+	app := decode(t, fixture.SyncedApplication(5))
 	before := cap(app.Status.Resources)
 	Value(app)
 	if before == len(app.Status.Resources) {
@@ -160,7 +176,7 @@ func BenchmarkApplication(b *testing.B) {
 	const n = 10000
 	docs := make([][]byte, n)
 	for i := range docs {
-		docs[i] = document(i)
+		docs[i] = fixture.SyncedApplication(i)
 	}
 	for _, compacted := range []bool{false, true} {
 		b.Run(fmt.Sprintf("compact=%v", compacted), func(b *testing.B) {

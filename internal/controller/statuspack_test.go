@@ -19,43 +19,19 @@ import (
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/compact"
 	"github.com/navarch-io/navarch/internal/delta"
+	"github.com/navarch-io/navarch/internal/fixture"
 )
 
-// syncedApplication is an Application of the fleet benchmark after its sync, as the API
-// server sends it: element %[1]s on Cluster %[2]s.
-const syncedApplication = `{"apiVersion": "navarch.io/v1alpha1", "kind": "Application",
- "metadata": {"name": "%[1]s-%[2]s", "namespace": "fleet-apps", "uid": "%[3]s", "resourceVersion": "%[4]d",
-  "managedFields": [{"manager": "navarch", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
- "spec": {"source": {"repoURL": "http://127.0.0.1:4000/fleet.git", "targetRevision": "main", "path": "app"},
-  "destination": {"name": "%[2]s", "namespace": "%[2]s-%[1]s"}},
- "status": {
-  "conditions": [{"lastTransitionTime": "2026-01-01T00:00:02Z", "message": "synced to 9f1c2e7a and healthy",
-   "observedGeneration": 1, "reason": "SyncedAndHealthy", "status": "True", "type": "Ready"}],
-  "health": {"status": "Healthy"},
-  "history": [{"deployStartedAt": "2026-01-01T00:00:01Z", "deployedAt": "2026-01-01T00:00:02Z", "id": 7,
-   "initiatedBy": {"automated": true}, "revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e",
-   "source": {"path": "app", "repoURL": "http://127.0.0.1:4000/fleet.git", "targetRevision": "main"}}],
-  "observedGeneration": 1,
-  "operationState": {"finishedAt": "2026-01-01T00:00:02Z", "id": "3f5a5", "message": "successfully synced",
-   "operation": {"initiatedBy": {"automated": true}, "sync": {"prune": true, "revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"}},
-   "phase": "Succeeded", "startedAt": "2026-01-01T00:00:01Z",
-   "syncResult": {"revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", "resources": [
-    {"kind": "ConfigMap", "namespace": "%[2]s-%[1]s", "message": "applied", "name": "settings", "status": "Synced", "syncPhase": "Sync", "version": "v1"},
-    {"kind": "Service", "namespace": "%[2]s-%[1]s", "message": "applied", "name": "web", "status": "Synced", "syncPhase": "Sync", "version": "v1"}]}},
-  "resources": [
-   {"kind": "ConfigMap", "namespace": "%[2]s-%[1]s", "name": "settings", "status": "Synced", "version": "v1"},
-   {"health": {"status": "Healthy"}, "kind": "Service", "namespace": "%[2]s-%[1]s", "name": "web", "status": "Synced", "version": "v1", "syncWave": 2}],
-  "sync": {"revision": "9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f6a7b8c9d0e", "status": "Synced"}}}`
-
-// received decodes the i-th Application as the cache's informer does.
+// received decodes the i-th Application of the fleet fixture as the cache's informer does,
+// with the managed fields the API server sends.
 func received(tb testing.TB, i int) *navarchv1.Application {
 	tb.Helper()
-	doc := fmt.Sprintf(syncedApplication, fmt.Sprintf("e%03d", i%100), fmt.Sprintf("c%03d", i/100),
-		fmt.Sprintf("%08x-1111-4222-8333-%012x", i, i), 100000+i)
 	app := &navarchv1.Application{}
-	if err := sjson.UnmarshalCaseSensitivePreserveInts([]byte(doc), app); err != nil {
+	if err := sjson.UnmarshalCaseSensitivePreserveInts(fixture.SyncedApplication(i), app); err != nil {
 		tb.Fatal(err)
 	}
+	app.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "navarch", Operation: metav1.ManagedFieldsOperationApply,
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	return app
 }
 
