@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -40,7 +39,7 @@ const ReasonInvalidNotificationConfig = "InvalidNotificationConfig"
 // Applications and ApplicationSets, and configured by the ConfigMap and Secret
 // navarch-notifications, which a cache of those two objects alone watches.
 func setupNotifications(mgr ctrl.Manager, cfg *rest.Config, opts Options, recorder *eventrec.Recorder, packer *statusPacker) error {
-	notifier := notify.New(notify.Options{Logger: opts.Logger.WithName("notifications"), Events: recorder})
+	notifier := notify.New(notify.Options{Logger: opts.Logger.WithName("notifications"), Events: recorder, Whole: packer.unpacked})
 	if err := mgr.Add(notifier); err != nil {
 		return err
 	}
@@ -69,7 +68,7 @@ func setupNotifications(mgr ctrl.Manager, cfg *rest.Config, opts Options, record
 		Complete(config); err != nil {
 		return err
 	}
-	return mgr.Add(&notificationFeed{cache: mgr.GetCache(), notifier: notifier, packer: packer, log: opts.Logger.WithName("notifications")})
+	return mgr.Add(&notificationFeed{cache: mgr.GetCache(), notifier: notifier})
 }
 
 // notificationConfig reloads the Notifier's configuration whenever the ConfigMap or the
@@ -132,24 +131,17 @@ func (c *notificationConfig) Reconcile(ctx context.Context, _ reconcile.Request)
 // lasts between two reconciles is seen too, and a reconcile that changes nothing sends
 // nothing. It runs on the leader only (it does not opt out of leader election), so that one
 // replica notifies. The informers' Applications are the cache's, with their status lists
-// encoded: the feed hands the notifier whole ones, whose templates may read any field.
+// encoded: the Notifier decodes those that fire a trigger (notify.Options.Whole).
 type notificationFeed struct {
 	cache    cache.Cache
 	notifier *notify.Notifier
-	packer   *statusPacker
-	log      logr.Logger
 }
 
 func (f *notificationFeed) Start(ctx context.Context) error {
 	observe := func(obj any) {
 		switch o := obj.(type) {
 		case *navarchv1.Application:
-			app, err := f.packer.unpacked(o)
-			if err != nil {
-				f.log.Error(err, "Application left out of notifications")
-				return
-			}
-			f.notifier.Application(app)
+			f.notifier.Application(o)
 		case *navarchv1.ApplicationSet:
 			f.notifier.ApplicationSet(o)
 		}

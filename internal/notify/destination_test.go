@@ -35,12 +35,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // startNotifier runs a Notifier with config until the test ends.
 func startNotifier(t *testing.T, config string, secret map[string][]byte) *Notifier {
+	return startNotifierWith(t, Options{}, config, secret)
+}
+
+// startNotifierWith is startNotifier with opts.
+func startNotifierWith(t *testing.T, opts Options, config string, secret map[string][]byte) *Notifier {
 	t.Helper()
 	cfg, err := Parse(map[string]string{ConfigKey: config}, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := New(Options{Backoff: 10 * time.Millisecond})
+	opts.Backoff = 10 * time.Millisecond
+	n := New(opts)
 	n.SetConfig(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -57,6 +63,41 @@ func drift(n *Notifier) {
 	web = web.DeepCopy()
 	web.Status.Sync.Status = navarchv1.SyncStatusOutOfSync
 	n.Application(web)
+}
+
+// The controller's cache keeps part of an Application's status encoded: the Notifier finds
+// transitions on the Application as observed, and asks for the whole one only to notify.
+func TestOnlyAnApplicationThatFiresATriggerIsMadeWhole(t *testing.T) {
+	hook := notifytest.NewReceiver(t)
+	var mu sync.Mutex
+	wholes := 0
+	whole := func(app *navarchv1.Application) (*navarchv1.Application, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		wholes++
+		c := app.DeepCopy()
+		c.Status.Health.Message = "decoded for the notification"
+		return c, nil
+	}
+	n := startNotifierWith(t, Options{Whole: whole}, `
+destinations:
+- name: ops
+  webhook: {urlSecretKey: url}
+subscriptions:
+- name: prod
+  triggers: [OutOfSync]
+  destinations: [ops]
+`, map[string][]byte{"url": []byte(hook.URL)})
+	drift(n)
+	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if wholes != 1 {
+		t.Errorf("Whole called %d times for a first sight and one transition; want 1", wholes)
+	}
+	if body := string(hook.Requests()[0].Body); !strings.Contains(body, "decoded for the notification") {
+		t.Errorf("the notification was not made from the whole Application: %s", body)
+	}
 }
 
 func TestWebhookBodyIsSignedWithTheSecretKey(t *testing.T) {

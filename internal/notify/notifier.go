@@ -38,6 +38,12 @@ type Options struct {
 	Backoff time.Duration
 	// Attempts is the number of attempts of one delivery. Default 5.
 	Attempts int
+	// Whole returns the whole of an observed Application, for the notifications of its
+	// transitions, whose templates may read any field. The controller's cache keeps the lists
+	// of an Application's status encoded, and finding the transitions reads none of them, so
+	// only an Application that fires a trigger is decoded. Default: the Application as
+	// observed.
+	Whole func(*navarchv1.Application) (*navarchv1.Application, error)
 }
 
 func (o *Options) defaults() {
@@ -62,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 5
+	}
+	if o.Whole == nil {
+		o.Whole = func(app *navarchv1.Application) (*navarchv1.Application, error) { return app, nil }
 	}
 }
 
@@ -108,6 +117,11 @@ func (n *Notifier) SetConfig(c *Config) { n.config.Store(c) }
 func (n *Notifier) Application(app *navarchv1.Application) {
 	triggers := n.tracker.Application(app)
 	if len(triggers) == 0 {
+		return
+	}
+	app, err := n.opts.Whole(app)
+	if err != nil {
+		n.opts.Logger.Error(err, "Notifications of an Application dropped", "triggers", triggers)
 		return
 	}
 	target := ApplicationTarget(app)
