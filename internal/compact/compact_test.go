@@ -183,21 +183,18 @@ func BenchmarkApplication(b *testing.B) {
 			var perApp, took float64
 			for b.Loop() {
 				apps := make([]*navarchv1.Application, n)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
 				var spent time.Duration
-				for i := range apps {
-					apps[i] = decode(b, docs[i])
-					if compacted {
-						start := time.Now()
-						Value(apps[i])
-						spent += time.Since(start)
+				live := fixture.LiveHeap(func() {
+					for i := range apps {
+						apps[i] = decode(b, docs[i])
+						if compacted {
+							start := time.Now()
+							Value(apps[i])
+							spent += time.Since(start)
+						}
 					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perApp = float64(after.HeapAlloc-before.HeapAlloc) / n
+				})
+				perApp = float64(live) / n
 				took = float64(spent.Nanoseconds()) / n
 				runtime.KeepAlive(apps)
 			}
