@@ -1,0 +1,97 @@
+package clustercache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+)
+
+// A Cluster runs up to Workers Applications at once, each queued Application once, and once
+// its queue is empty it keeps one goroutine (dispatch's), not one per worker.
+func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
+	const workers, apps = 3, 12
+	var mu sync.Mutex
+	running, most := 0, 0
+	release := make(chan struct{})
+	ran := make(chan types.NamespacedName, apps)
+	cache := New(t.Context(), Options{
+		InCluster: &rest.Config{Host: "https://127.0.0.1:1"},
+		Workers:   workers,
+		Handler: func(_ context.Context, _ *Remote, app types.NamespacedName) (time.Duration, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			running--
+			mu.Unlock()
+			ran <- app
+			return 0, nil
+		},
+	})
+	east := connectCluster(t, cache, "east", kubeconfigFor("east", "t0ken"))
+	// Earlier tests' Remotes end with their contexts; their goroutines may still be returning.
+	waitFor(t, "one dispatch goroutine", func() bool { return passGoroutines(t, "dispatch") == 1 })
+	for i := range apps {
+		east.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
+	}
+	waitFor(t, "all workers busy", func() bool { return passGoroutines(t, "pass") == workers })
+	close(release)
+	seen := map[types.NamespacedName]bool{}
+	for range apps {
+		select {
+		case app := <-ran:
+			if seen[app] {
+				t.Errorf("%s ran twice", app)
+			}
+			seen[app] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d queued Applications ran", len(seen), apps)
+		}
+	}
+	waitFor(t, "the passes' goroutines to end", func() bool { return passGoroutines(t, "pass") == 0 })
+	if got := passGoroutines(t, "dispatch"); got != 1 {
+		t.Errorf("%d dispatch goroutines at rest, want 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != workers {
+		t.Errorf("at most %d Applications ran at once, want %d (Workers)", most, workers)
+	}
+}
+
+// passGoroutines counts the goroutines running the Remote method fn (dispatch or pass).
+func passGoroutines(t *testing.T, fn string) int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "clustercache.(*Remote)."+fn+"(") {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
