@@ -111,7 +111,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 2m each).
 bench: k8s ## Run the performance benchmarks (budgets in bench/README.md); results go in bench/RESULTS.md.
 	go test -run='^$$' -bench=. -benchmem -count=1 -timeout 60m ./internal/appset/ ./templates/ ./generators/ ./internal/scm/ ./internal/dashboard/ ./internal/compact/ ./internal/delta/
 	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./internal/controller/
-	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/
+	go test -run='^$$' -bench=. -benchtime=1x -count=1 -timeout 60m ./fleet/ ./fleet/clustercache/
 	go test -run='^$$' -bench=. -benchtime=3x -count=1 -timeout 60m ./fleet/source/
 
 .PHONY: bench-fleet

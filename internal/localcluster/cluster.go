@@ -96,6 +96,7 @@ type Cluster struct {
 	server         string
 	restConfig     *rest.Config
 	kubeconfig     []byte
+	creds          *pki // set by start
 	kubeconfigPath string
 
 	log   logr.Logger
@@ -173,6 +174,7 @@ func (c *Cluster) start(ctx context.Context, opts Options, bins binaries) error 
 	if err != nil {
 		return err
 	}
+	c.creds = creds
 	if err := c.startControlPlane(ctx, bins, creds, opts.Workloads); err != nil {
 		return err
 	}

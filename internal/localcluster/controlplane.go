@@ -159,15 +159,9 @@ func (c *Cluster) tryStartControlPlane(ctx context.Context, bins binaries, creds
 // writeKubeconfig builds the admin kubeconfig and REST config for c.server and writes the
 // kubeconfig to <dir>/kubeconfig.
 func (c *Cluster) writeKubeconfig(creds *pki) error {
-	user := c.Name + "-admin"
-	config := clientcmdapi.NewConfig()
-	config.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: creds.caCert}
-	config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: creds.clientCert, ClientKeyData: creds.clientKey}
-	config.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: user}
-	config.CurrentContext = c.Name
-	data, err := clientcmd.Write(*config)
+	data, err := c.kubeconfigOf(creds.caCert, c.Name+"-admin", creds.clientCert, creds.clientKey)
 	if err != nil {
-		return fmt.Errorf("encoding kubeconfig: %w", err)
+		return err
 	}
 	restConfig, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
@@ -181,6 +175,20 @@ func (c *Cluster) writeKubeconfig(creds *pki) error {
 	}
 	c.kubeconfig, c.kubeconfigPath, c.restConfig = data, path, restConfig
 	return nil
+}
+
+// kubeconfigOf encodes a kubeconfig for c.server whose user authenticates with cert and key.
+func (c *Cluster) kubeconfigOf(caCert []byte, user string, cert, key []byte) ([]byte, error) {
+	config := clientcmdapi.NewConfig()
+	config.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: caCert}
+	config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	config.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: user}
+	config.CurrentContext = c.Name
+	data, err := clientcmd.Write(*config)
+	if err != nil {
+		return nil, fmt.Errorf("encoding kubeconfig: %w", err)
+	}
+	return data, nil
 }
 
 // waitForDefaultNamespace waits for kube-apiserver to create the default namespace, which

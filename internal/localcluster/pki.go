@@ -20,6 +20,8 @@ import (
 // admin client certificate in the system:masters group, and the service-account signing key.
 // Everything is written to <dir>/pki; the PEM bytes are kept for the kubeconfig.
 type pki struct {
+	ca         *x509.Certificate
+	caKey      crypto.Signer // kept in memory only, to issue more client certificates
 	caCert     []byte
 	clientCert []byte
 	clientKey  []byte
@@ -95,6 +97,8 @@ func newPKI(dir string, servingIPs []net.IP, servingNames []string) (*pki, error
 	}
 
 	p := &pki{
+		ca:              caCert,
+		caKey:           caKey,
 		caCert:          pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		clientCert:      clientCert,
 		clientKey:       clientKey,
@@ -119,6 +123,22 @@ func newPKI(dir string, servingIPs []net.IP, servingNames []string) (*pki, error
 		}
 	}
 	return p, nil
+}
+
+// KubeconfigFor returns a kubeconfig for c.server that authenticates with a client
+// certificate of its own, issued for user in groups ("system:masters" bypasses RBAC): a
+// client with it shares no TLS connection with another identity's, as clients of different
+// clusters would not.
+func (c *Cluster) KubeconfigFor(user string, groups ...string) ([]byte, error) {
+	cert, key, err := issue(c.creds.ca, c.creds.caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("issuing a client certificate for %s: %w", user, err)
+	}
+	return c.kubeconfigOf(c.creds.caCert, user, cert, key)
 }
 
 // issue creates a key pair and a certificate for it signed by the CA, both PEM-encoded.
