@@ -11,18 +11,15 @@ import (
 	"unsafe"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/navarch-io/navarch/internal/delta"
@@ -39,8 +36,7 @@ type apiserver struct {
 	key       string
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
-	cached    discovery.CachedDiscoveryInterface // shared with mapper
-	mapper    meta.ResettableRESTMapper
+	mapper    *mapper
 	log       logr.Logger
 	ctx       context.Context // ends when the last Remote using it stops
 	cancel    context.CancelFunc
@@ -77,13 +73,11 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(parent)
-	cached := memory.NewMemCacheClient(disc)
 	return &apiserver{
 		key:       key,
 		dynamic:   dyn,
 		discovery: disc,
-		cached:    cached,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		mapper:    newMapper(disc),
 		log:       log.WithValues("server", cfg.Host),
 		ctx:       ctx,
 		cancel:    cancel,

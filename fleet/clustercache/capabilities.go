@@ -23,8 +23,9 @@ type capabilities struct {
 }
 
 // Capabilities describe the cluster to Helm charts: its version and its API group/versions and
-// group/version/kinds, sorted. They come from discovery (cached with the REST mapper's) and
-// are discovered again after the API changed (a kind was not found) or capabilitiesTTL.
+// group/version/kinds, sorted. They come from discovery, which is asked again after the API
+// changed (a kind was not found) or capabilitiesTTL: only what Helm reads is kept, not the
+// discovery documents.
 func (r *Remote) Capabilities() (render.Capabilities, error) {
 	a := r.api
 	a.mu.Lock()
@@ -34,16 +35,11 @@ func (r *Remote) Capabilities() (render.Capabilities, error) {
 	if c != nil && c.reset.Equal(reset) && time.Since(c.at) < capabilitiesTTL {
 		return c.Capabilities, nil
 	}
-	if c != nil {
-		// The memory cache keeps what it discovered until invalidated: without this, an API
-		// that someone else installs (a CRD) would never be seen.
-		a.cached.Invalidate()
-	}
-	version, err := a.cached.ServerVersion()
+	version, err := a.discovery.ServerVersion()
 	if err != nil {
 		return render.Capabilities{}, fmt.Errorf("cluster %s: discover version: %w", r.Name, err)
 	}
-	_, lists, err := discovery.ServerGroupsAndResources(a.cached)
+	_, lists, err := discovery.ServerGroupsAndResources(a.discovery)
 	if err != nil && len(lists) == 0 {
 		// A partial answer (one aggregated API down) is still the best description.
 		return render.Capabilities{}, fmt.Errorf("cluster %s: discover APIs: %w", r.Name, err)
