@@ -64,6 +64,7 @@ type watch struct {
 }
 
 func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger, workers int) (*apiserver, error) {
+	cfg = uncompressed(cfg)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -86,6 +87,18 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 		asked:     map[types.NamespacedName]uint64{},
 		slots:     make(chan struct{}, workers),
 	}, nil
+}
+
+// uncompressed returns a copy of cfg that asks for responses without gzip. The API server
+// compresses lists and watch streams when asked; each open watch then keeps a decompressor of
+// about 40 KB (mostly its 32 KB window) for as long as it runs, three or more per cluster, and
+// the API server spends CPU compressing every event. A response that is not streamed and
+// under 128 KB is not compressed either way (an object read or written, a small list), so what
+// this costs is bandwidth on large lists, such as the first list of each watched type.
+func uncompressed(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
+	return cfg
 }
 
 // apiserverKey identifies what a connection sees: its server and the identity it presents.
