@@ -34,7 +34,8 @@ import (
 // returns depends on who asks.
 type apiserver struct {
 	key       string
-	dynamic   dynamic.Interface
+	dynamic   dynamic.Interface // requests, each bounded by the Cluster's timeout
+	watches   dynamic.Interface // the informers' lists and watches, unbounded
 	discovery discovery.DiscoveryInterface
 	mapper    *mapper
 	log       logr.Logger
@@ -69,6 +70,16 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 	if err != nil {
 		return nil, err
 	}
+	// The watches' client shares the connection but not the timeout of a request, which would
+	// cut every watch stream after cfg.Timeout (30 seconds by default) and have the informers
+	// open it again; the API server ends watches itself every 5 to 10 minutes, as the
+	// informers ask.
+	streams := rest.CopyConfig(cfg)
+	streams.Timeout = 0
+	watchClient, err := dynamic.NewForConfig(streams)
+	if err != nil {
+		return nil, err
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -77,6 +88,7 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 	return &apiserver{
 		key:       key,
 		dynamic:   dyn,
+		watches:   watchClient,
 		discovery: disc,
 		mapper:    newMapper(disc),
 		log:       log.WithValues("server", cfg.Host),
@@ -169,7 +181,7 @@ func (a *apiserver) watch(ctx context.Context, gvr schema.GroupVersionResource) 
 func (a *apiserver) startWatch(gvr schema.GroupVersionResource) *watch {
 	// No indexes: objects are only ever read by key, and a namespace index of 10,000
 	// single-object namespaces costs more than the objects' names.
-	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{},
+	inf := dynamicinformer.NewFilteredDynamicInformer(a.watches, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
 	_ = inf.SetTransform(new(packer).compact)
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
