@@ -31,20 +31,13 @@ import (
 // and goroutines.
 func BenchmarkClusterOnItsOwnAPIServer(b *testing.B) {
 	const clusters = 20
-	api, err := localcluster.Start(b.Context(), localcluster.Options{Name: "clusters"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := api.Stop(); err != nil {
-			b.Error(err)
-		}
-	})
+	api := localcluster.StartForTest(b, localcluster.Options{Name: "clusters"})
 	kinds := []schema.GroupVersionKind{
 		{Version: "v1", Kind: "ConfigMap"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "Secret"},
 	}
 	kubeconfigs := make([][]byte, clusters)
 	for i := range kubeconfigs {
+		var err error
 		if kubeconfigs[i], err = api.KubeconfigFor(fmt.Sprintf("cluster-%02d", i), "system:masters"); err != nil {
 			b.Fatal(err)
 		}

@@ -100,15 +100,7 @@ func establishWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 // (Kubernetes 1.37, no CRDs), once it has mapped a kind: client-go's discovery REST mapper
 // over its memory cache, as navarch used before, against the mapper's table of kinds.
 func BenchmarkKinds(b *testing.B) {
-	api, err := localcluster.Start(b.Context(), localcluster.Options{Name: "kinds"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := api.Stop(); err != nil {
-			b.Error(err)
-		}
-	})
+	api := localcluster.StartForTest(b, localcluster.Options{Name: "kinds"})
 	disc := discovery.NewDiscoveryClientForConfigOrDie(api.RESTConfig())
 	configMap := schema.GroupKind{Kind: "ConfigMap"}
 	for b.Loop() {

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"github.com/navarch-io/navarch/internal/fixture"
 )
 
 // A Cluster runs up to Workers Applications at once, each queued Application once, and once
@@ -40,11 +42,11 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 	})
 	east := connectCluster(t, cache, "east", kubeconfigFor("east", "t0ken"))
 	// Earlier tests' Remotes end with their contexts; their goroutines may still be returning.
-	waitFor(t, "one dispatch goroutine", func() bool { return passGoroutines(t, "dispatch") == 1 })
+	fixture.WaitFor(t, "one dispatch goroutine", func() bool { return passGoroutines(t, "dispatch") == 1 })
 	for i := range apps {
 		east.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
 	}
-	waitFor(t, "all workers busy", func() bool { return passGoroutines(t, "pass") == workers })
+	fixture.WaitFor(t, "all workers busy", func() bool { return passGoroutines(t, "pass") == workers })
 	close(release)
 	seen := map[types.NamespacedName]bool{}
 	for range apps {
@@ -58,7 +60,7 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 			t.Fatalf("%d of %d queued Applications ran", len(seen), apps)
 		}
 	}
-	waitFor(t, "the passes' goroutines to end", func() bool { return passGoroutines(t, "pass") == 0 })
+	fixture.WaitFor(t, "the passes' goroutines to end", func() bool { return passGoroutines(t, "pass") == 0 })
 	if got := passGoroutines(t, "dispatch"); got != 1 {
 		t.Errorf("%d dispatch goroutines at rest, want 1", got)
 	}
@@ -83,15 +85,4 @@ func passGoroutines(t *testing.T, fn string) int {
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, what string, done func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

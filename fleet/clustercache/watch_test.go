@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/localcluster"
 )
 
@@ -55,7 +56,7 @@ func TestWatchesOutliveTheRequestTimeout(t *testing.T) {
 	if _, err := dyn.Resource(m.Resource).Namespace("default").Create(t.Context(), widget, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the watch to deliver the new Widget", func() bool {
+	fixture.WaitFor(t, "the watch to deliver the new Widget", func() bool {
 		live, err := r.Live(t.Context(), m, "default", "w")
 		return err == nil && live != nil
 	})

@@ -159,7 +159,7 @@ func (c *Cluster) tryStartControlPlane(ctx context.Context, bins binaries, creds
 // writeKubeconfig builds the admin kubeconfig and REST config for c.server and writes the
 // kubeconfig to <dir>/kubeconfig.
 func (c *Cluster) writeKubeconfig(creds *pki) error {
-	data, err := c.kubeconfigOf(creds.caCert, c.Name+"-admin", creds.clientCert, creds.clientKey)
+	data, err := c.kubeconfigOf(c.Name+"-admin", creds.clientCert, creds.clientKey)
 	if err != nil {
 		return err
 	}
@@ -178,9 +178,9 @@ func (c *Cluster) writeKubeconfig(creds *pki) error {
 }
 
 // kubeconfigOf encodes a kubeconfig for c.server whose user authenticates with cert and key.
-func (c *Cluster) kubeconfigOf(caCert []byte, user string, cert, key []byte) ([]byte, error) {
+func (c *Cluster) kubeconfigOf(user string, cert, key []byte) ([]byte, error) {
 	config := clientcmdapi.NewConfig()
-	config.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: caCert}
+	config.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: c.creds.caCert}
 	config.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
 	config.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: user}
 	config.CurrentContext = c.Name

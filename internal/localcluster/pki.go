@@ -74,11 +74,7 @@ func newPKI(dir string, servingIPs []net.IP, servingNames []string) (*pki, error
 	if err != nil {
 		return nil, fmt.Errorf("issuing serving certificate: %w", err)
 	}
-	clientCert, clientKey, err := issue(caCert, caKey, &x509.Certificate{
-		Subject:     adminUser,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	clientCert, clientKey, err := issue(caCert, caKey, clientCertificate(adminUser))
 	if err != nil {
 		return nil, fmt.Errorf("issuing admin client certificate: %w", err)
 	}
@@ -130,15 +126,20 @@ func newPKI(dir string, servingIPs []net.IP, servingNames []string) (*pki, error
 // client with it shares no TLS connection with another identity's, as clients of different
 // clusters would not.
 func (c *Cluster) KubeconfigFor(user string, groups ...string) ([]byte, error) {
-	cert, key, err := issue(c.creds.ca, c.creds.caKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: user, Organization: groups},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	cert, key, err := issue(c.creds.ca, c.creds.caKey, clientCertificate(pkix.Name{CommonName: user, Organization: groups}))
 	if err != nil {
 		return nil, fmt.Errorf("issuing a client certificate for %s: %w", user, err)
 	}
-	return c.kubeconfigOf(c.creds.caCert, user, cert, key)
+	return c.kubeconfigOf(user, cert, key)
+}
+
+// clientCertificate is the template of a client certificate for subject.
+func clientCertificate(subject pkix.Name) *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     subject,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
 }
 
 // issue creates a key pair and a certificate for it signed by the CA, both PEM-encoded.

@@ -19,19 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/notify/notifytest"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // startNotifier runs a Notifier with config until the test ends.
 func startNotifier(t *testing.T, config string, secret map[string][]byte) *Notifier {
@@ -89,7 +79,7 @@ subscriptions:
   destinations: [ops]
 `, map[string][]byte{"url": []byte(hook.URL)})
 	drift(n)
-	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
+	fixture.WaitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
 	mu.Lock()
 	defer mu.Unlock()
 	if wholes != 1 {
@@ -112,7 +102,7 @@ subscriptions:
   destinations: [ops]
 `, map[string][]byte{"url": []byte(hook.URL), "hmac": []byte("s3cret")})
 	drift(n)
-	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
+	fixture.WaitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
 	r := hook.Requests()[0]
 
 	// What a receiver does: recompute the HMAC of the timestamp, ".", and the raw body with
@@ -157,7 +147,7 @@ subscriptions:
   destinations: [chat]
 `, map[string][]byte{"slack": []byte(chat.URL + "/services/T0/B0/x")})
 	drift(n)
-	waitFor(t, "one request", func() bool { return len(chat.Requests()) == 1 })
+	fixture.WaitFor(t, "one request", func() bool { return len(chat.Requests()) == 1 })
 	var body map[string]any
 	if err := json.Unmarshal(chat.Requests()[0].Body, &body); err != nil {
 		t.Fatal(err)
@@ -201,7 +191,7 @@ subscriptions:
 `, map[string][]byte{"hmac": []byte("s3cret")})
 	failedBefore := failures("ops")
 	drift(n)
-	waitFor(t, "the delivery to fail", func() bool {
+	fixture.WaitFor(t, "the delivery to fail", func() bool {
 		return failures("ops") > failedBefore
 	})
 	if got := len(elsewhere.Requests()); got != 0 {
@@ -248,7 +238,7 @@ subscriptions:
 - {name: all, triggers: [OutOfSync], destinations: [busy]}
 `, nil)
 	drift(n)
-	waitFor(t, "the retry", func() bool { mu.Lock(); defer mu.Unlock(); return len(times) == 2 })
+	fixture.WaitFor(t, "the retry", func() bool { mu.Lock(); defer mu.Unlock(); return len(times) == 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	if gap := times[1].Sub(times[0]); gap < time.Second {
@@ -307,7 +297,7 @@ subscriptions:
 	done := make(chan struct{})
 	go func() { _ = n.Start(ctx); close(done) }()
 	drift(n)
-	waitFor(t, "a retry waiting", func() bool { return n.pendingRetries() == 1 })
+	fixture.WaitFor(t, "a retry waiting", func() bool { return n.pendingRetries() == 1 })
 	cancel()
 	<-done
 	if got := n.pendingRetries(); got != 0 {
@@ -337,7 +327,7 @@ subscriptions:
 - {name: all, triggers: [OutOfSync], destinations: [flaky, gone]}
 `, nil)
 	drift(n)
-	waitFor(t, "three attempts", func() bool { return len(flaky.Requests()) == 3 })
+	fixture.WaitFor(t, "three attempts", func() bool { return len(flaky.Requests()) == 3 })
 	reqs := flaky.Requests()
 	if id := reqs[0].Header.Get(HeaderDelivery); id == "" || reqs[1].Header.Get(HeaderDelivery) != id || reqs[2].Header.Get(HeaderDelivery) != id {
 		t.Errorf("retries carry delivery ids %q, %q, %q; want one id", id, reqs[1].Header.Get(HeaderDelivery), reqs[2].Header.Get(HeaderDelivery))
@@ -365,7 +355,7 @@ subscriptions:
 	drift(n)
 	set := &navarchv1.ApplicationSet{ObjectMeta: metav1.ObjectMeta{UID: "s", Name: "apps", Namespace: "ns"}}
 	n.ApplicationSet(set)
-	waitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
+	fixture.WaitFor(t, "one request", func() bool { return len(hook.Requests()) == 1 })
 	time.Sleep(100 * time.Millisecond)
 	if got := len(hook.Requests()); got != 1 {
 		t.Errorf("%d requests, want 1 for two matching subscriptions", got)
