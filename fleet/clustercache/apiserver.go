@@ -18,9 +18,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/navarch-io/navarch/internal/delta"
 )
@@ -35,7 +33,7 @@ import (
 type apiserver struct {
 	key       string
 	dynamic   dynamic.Interface // requests, each bounded by the Cluster's timeout
-	watches   dynamic.Interface // the informers' lists and watches, unbounded
+	streams   dynamic.Interface // the watches' lists and streams, unbounded
 	discovery discovery.DiscoveryInterface
 	mapper    *mapper
 	log       logr.Logger
@@ -47,7 +45,7 @@ type apiserver struct {
 	slots chan struct{}
 
 	mu        sync.Mutex
-	informers map[schema.GroupVersionResource]*watch
+	watches   map[schema.GroupVersionResource]*watch
 	lastReset time.Time
 	caps      *capabilities
 	// routes says which Remote queues the events of each Application's objects: the one
@@ -58,12 +56,6 @@ type apiserver struct {
 	asked map[types.NamespacedName]uint64
 }
 
-// watch is the informer of one resource type.
-type watch struct {
-	informer toolscache.SharedIndexInformer
-	synced   chan struct{} // closed once the first list is in the cache
-}
-
 func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger, workers int) (*apiserver, error) {
 	cfg = uncompressed(cfg)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -71,9 +63,9 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 		return nil, err
 	}
 	// The watches' client shares the connection but not the timeout of a request, which would
-	// cut every watch stream after cfg.Timeout (30 seconds by default) and have the informers
+	// cut every watch stream after cfg.Timeout (30 seconds by default) and have the reflectors
 	// open it again; the API server ends watches itself every 5 to 10 minutes, as the
-	// informers ask.
+	// reflectors ask.
 	streams := rest.CopyConfig(cfg)
 	streams.Timeout = 0
 	watchClient, err := dynamic.NewForConfig(streams)
@@ -88,13 +80,13 @@ func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr
 	return &apiserver{
 		key:       key,
 		dynamic:   dyn,
-		watches:   watchClient,
+		streams:   watchClient,
 		discovery: disc,
 		mapper:    newMapper(disc),
 		log:       log.WithValues("server", cfg.Host),
 		ctx:       ctx,
 		cancel:    cancel,
-		informers: map[schema.GroupVersionResource]*watch{},
+		watches:   map[schema.GroupVersionResource]*watch{},
 		routes:    map[types.NamespacedName]*Remote{},
 		asked:     map[types.NamespacedName]uint64{},
 		slots:     make(chan struct{}, workers),
@@ -159,13 +151,14 @@ func (a *apiserver) forget(app types.NamespacedName) {
 	delete(a.asked, app)
 }
 
-// watch returns the synced informer of gvr, starting it on first use.
+// watch returns the synced watch of gvr, starting it on first use.
 func (a *apiserver) watch(ctx context.Context, gvr schema.GroupVersionResource) (*watch, error) {
 	a.mu.Lock()
-	w, ok := a.informers[gvr]
+	w, ok := a.watches[gvr]
 	if !ok {
-		w = a.startWatch(gvr)
-		a.informers[gvr] = w
+		w = startWatch(a.ctx, gvr, a.streams.Resource(gvr), a.onEvent)
+		a.watches[gvr] = w
+		a.log.V(1).Info("Watching resource type", "resource", gvr.String())
 	}
 	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -178,37 +171,11 @@ func (a *apiserver) watch(ctx context.Context, gvr schema.GroupVersionResource) 
 	}
 }
 
-func (a *apiserver) startWatch(gvr schema.GroupVersionResource) *watch {
-	// No indexes: objects are only ever read by key, and a namespace index of 10,000
-	// single-object namespaces costs more than the objects' names.
-	inf := dynamicinformer.NewFilteredDynamicInformer(a.watches, gvr, metav1.NamespaceAll, 0, toolscache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }).Informer()
-	_ = inf.SetTransform(new(packer).compact)
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    a.onEvent,
-		UpdateFunc: func(_, obj any) { a.onEvent(obj) },
-		DeleteFunc: a.onEvent,
-	})
-	w := &watch{informer: inf, synced: make(chan struct{})}
-	go inf.RunWithContext(a.ctx)
-	go func() {
-		if toolscache.WaitForCacheSync(a.ctx.Done(), inf.HasSynced) {
-			close(w.synced)
-		}
-	}()
-	a.log.V(1).Info("Watching resource type", "resource", gvr.String())
-	return w
-}
-
 // onEvent queues the Application that tracks the changed object on the Remote that syncs it.
 // An object whose Application no Remote has queued is not this replica's to act on (or its
 // Application is gone); once its Application is queued, that run reads the object anyway.
-func (a *apiserver) onEvent(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	o, ok := obj.(*cachedObject)
-	if !ok || !o.tracked {
+func (a *apiserver) onEvent(o *cachedObject) {
+	if !o.tracked {
 		return
 	}
 	a.mu.Lock()
@@ -240,7 +207,8 @@ type cachedObject struct {
 	dict                             *delta.Dictionary
 }
 
-// GetObjectMeta gives the informer's key function and its update check what they read.
+// GetObjectMeta gives the reflector's key function what it reads: a streamed list's objects
+// are kept by key until the list ends.
 func (o *cachedObject) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
 }

@@ -41,9 +41,9 @@ func connectCluster(t *testing.T, cache *Cache, name string, kubeconfig []byte) 
 	return r
 }
 
-// trackedConfigMap is a managed object as the watch hands it to its handlers: ConfigMap
+// trackedConfigMap is a managed object as a watch hands it to its apiserver: ConfigMap
 // ns/settings, tracked by app, through the caches' transform.
-func trackedConfigMap(app types.NamespacedName, ns string) any {
+func trackedConfigMap(app types.NamespacedName, ns string) *cachedObject {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")
@@ -54,7 +54,7 @@ func trackedConfigMap(app types.NamespacedName, ns string) any {
 	if err != nil {
 		panic(err)
 	}
-	return o
+	return o.(*cachedObject)
 }
 
 // Clusters registered with the same server and credentials share one apiserver (clients,

@@ -255,17 +255,12 @@ func (r *Remote) Live(ctx context.Context, m *meta.RESTMapping, ns, name string)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", r.Name, err)
 	}
-	key := name
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		key = ns + "/" + name
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		ns = ""
 	}
-	item, ok, err := w.informer.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return nil, err
-	}
-	o, ok := item.(*cachedObject)
+	o, ok := w.get(ns, name)
 	if !ok {
-		return nil, fmt.Errorf("cluster %q: the cache of %s holds a %T", r.Name, m.Resource.String(), item)
+		return nil, nil
 	}
 	return o.object()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,6 +61,72 @@ func TestWatchesOutliveTheRequestTimeout(t *testing.T) {
 		live, err := r.Live(t.Context(), m, "default", "w")
 		return err == nil && live != nil
 	})
+	if err := dyn.Resource(m.Resource).Namespace("default").Delete(t.Context(), "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.WaitFor(t, "the watch to deliver the Widget's deletion", func() bool {
+		live, err := r.Live(t.Context(), m, "default", "w")
+		return err == nil && live == nil
+	})
+}
+
+// A watch keeps what its reflector hands over and queues the Application of each object that
+// appears, changes or goes: an event, or a list that differs from the last. A relist of
+// unchanged objects queues nothing.
+func TestAWatchQueuesTheApplicationsOfWhatChanged(t *testing.T) {
+	var queued []string
+	w := &watch{objects: map[objectKey]*cachedObject{}, synced: make(chan struct{}), onEvent: func(o *cachedObject) {
+		queued = append(queued, o.app.Name+"@"+o.resourceVersion)
+	}}
+	object := func(name, rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("ConfigMap")
+		u.SetNamespace("shop")
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		u.SetAnnotations(map[string]string{navarchv1.AnnotationTrackingID: TrackingID(types.NamespacedName{Namespace: "apps", Name: name}, u)})
+		return u
+	}
+	step := func(what string, do func() error, want ...string) {
+		t.Helper()
+		queued = nil
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		slices.Sort(queued)
+		if !slices.Equal(queued, want) {
+			t.Errorf("%s queued %q, want %q", what, queued, want)
+		}
+	}
+	cached := func(name string) string {
+		o, ok := w.get("shop", name)
+		if !ok {
+			return ""
+		}
+		return o.resourceVersion
+	}
+
+	step("the first list", func() error { return w.Replace([]any{object("a", "1"), object("b", "1")}, "1") }, "a@1", "b@1")
+	select {
+	case <-w.synced:
+	default:
+		t.Error("the first list did not mark the watch synced")
+	}
+	step("a relist of the same objects", func() error { return w.Replace([]any{object("a", "1"), object("b", "1")}, "2") })
+	step("a relist where b changed and c appeared", func() error {
+		return w.Replace([]any{object("a", "1"), object("b", "2"), object("c", "1")}, "3")
+	}, "b@2", "c@1")
+	step("a relist without a", func() error { return w.Replace([]any{object("b", "2"), object("c", "1")}, "4") }, "a@1")
+	step("an added object", func() error { return w.Add(object("d", "1")) }, "d@1")
+	step("an updated object", func() error { return w.Update(object("d", "2")) }, "d@2")
+	step("a deleted object", func() error { return w.Delete(object("d", "3")) }, "d@2")
+	step("an object deleted before the cache saw it", func() error { return w.Delete(object("e", "1")) }, "e@1")
+	for name, want := range map[string]string{"a": "", "b": "2", "c": "1", "d": "", "e": ""} {
+		if got := cached(name); got != want {
+			t.Errorf("cached resourceVersion of %s: %q, want %q", name, got, want)
+		}
+	}
 }
 
 // watchMetrics are the API server's counts of the watch requests of widgets: open now, and
