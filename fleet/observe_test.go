@@ -112,10 +112,10 @@ func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
 		t.Errorf("navarch_cluster_reconcile_total{cluster=east} went from %v to %v and navarch_cluster_reconcile_duration_seconds{cluster=east} "+
 			"from %d to %d observations, want both to grow", reconciles, r, durations, d)
 	}
-	if m := metric(t, "workqueue_depth", map[string]string{"name": "cluster-east"}); len(m) == 0 {
-		t.Errorf(`workqueue_depth{name="cluster-east"} is not served`)
+	if m := metric(t, "navarch_cluster_queue_depth", map[string]string{"cluster": "east"}); len(m) != 1 {
+		t.Errorf(`navarch_cluster_queue_depth{cluster="east"} is served %d times, want once`, len(m))
 	} else if depth := m[0].GetGauge().GetValue(); depth < 0 {
-		t.Errorf(`workqueue_depth{name="cluster-east"} is %v`, depth)
+		t.Errorf(`navarch_cluster_queue_depth{cluster="east"} is %v`, depth)
 	}
 }
 

@@ -113,7 +113,10 @@ func New(ctx context.Context, opts Options) *Cache {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}, apis: map[string]*apiserver{}, stopping: map[string][]*Remote{}}
+	c := &Cache{opts: opts, ctx: ctx, remotes: map[string]*Remote{}, apis: map[string]*apiserver{}, stopping: map[string][]*Remote{}}
+	queueDepths.add(c)
+	context.AfterFunc(ctx, func() { queueDepths.remove(c) })
+	return c
 }
 
 // Connect makes sure the cache has a Remote for cluster built from kubeconfig (nil for an

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	_ "sigs.k8s.io/controller-runtime/pkg/controller" // sets controller-runtime's work-queue metrics provider, as in navarch controller
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/fleet/clustercache"
@@ -28,7 +29,8 @@ import (
 // API servers would.
 //
 // Reported per Cluster: heap-B (the live heap after a collection), stack-B (goroutine stacks)
-// and goroutines.
+// and goroutines. controller-runtime's work-queue metrics are on, as in navarch controller (see
+// the import).
 func BenchmarkClusterOnItsOwnAPIServer(b *testing.B) {
 	const clusters = 20
 	api := localcluster.StartForTest(b, localcluster.Options{Name: "clusters"})

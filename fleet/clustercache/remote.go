@@ -66,7 +66,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 			workqueue.NewTypedMaxOfRateLimiter(
 				workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 2*time.Minute),
 			),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "cluster-" + name},
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{}, // unnamed: no metrics of client-go's (see queueDepths)
 		),
 		onReady: opts.OnReady,
 	}

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	_ "sigs.k8s.io/controller-runtime/pkg/controller" // sets controller-runtime's work-queue metrics provider, as in navarch controller
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/navarch-io/navarch/internal/fixture"
 )
@@ -47,6 +49,9 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 		east.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
 	}
 	fixture.WaitFor(t, "all workers busy", func() bool { return passGoroutines(t, "pass") == workers })
+	if got := queueDepth(t, "east"); got != apps-workers {
+		t.Errorf("navarch_cluster_queue_depth{cluster=east} is %v with %d Applications queued and %d running, want %d", got, apps, workers, apps-workers)
+	}
 	close(release)
 	seen := map[types.NamespacedName]bool{}
 	for range apps {
@@ -64,6 +69,14 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 	if got := passGoroutines(t, "dispatch"); got != 1 {
 		t.Errorf("%d dispatch goroutines at rest, want 1", got)
 	}
+	if got := queueDepth(t, "east"); got != 0 {
+		t.Errorf("navarch_cluster_queue_depth{cluster=east} is %v at rest, want 0", got)
+	}
+	// The queue keeps no metrics of client-go's: with controller-runtime's provider set (see
+	// the import), a named queue would keep a goroutine updating them twice a second.
+	if got := goroutinesIn(t, "workqueue.(*Typed[...]).updateUnfinishedWorkLoop"); got != 0 {
+		t.Errorf("%d goroutines update a work queue's metrics, want none", got)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if most != workers {
@@ -74,15 +87,43 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 // passGoroutines counts the goroutines running the Remote method fn (dispatch or pass).
 func passGoroutines(t *testing.T, fn string) int {
 	t.Helper()
+	return goroutinesIn(t, "clustercache.(*Remote)."+fn)
+}
+
+// goroutinesIn counts the goroutines with fn on their stack.
+func goroutinesIn(t *testing.T, fn string) int {
+	t.Helper()
 	var b bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, "clustercache.(*Remote)."+fn+"(") {
+		if strings.Contains(g, fn+"(") {
 			n++
 		}
 	}
 	return n
+}
+
+// queueDepth reads navarch_cluster_queue_depth of cluster from the registry the controller's
+// metrics endpoint serves.
+func queueDepth(t *testing.T, cluster string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "navarch_cluster_queue_depth" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == cluster {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("navarch_cluster_queue_depth{cluster=%q} is not served", cluster)
+	return 0
 }
