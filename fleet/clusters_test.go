@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
@@ -246,15 +247,15 @@ spec:
 	})
 	// The deleted Cluster's probe series go with it; the other's stay.
 	testenv.Eventually(t, "the probe series of the deleted Cluster are dropped", func() string {
-		if m := metric(t, "navarch_cluster_last_probe_timestamp_seconds", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
+		if m := fixture.Metrics(t, "navarch_cluster_last_probe_timestamp_seconds", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
 			return "navarch_cluster_last_probe_timestamp_seconds still has a series of " + ns + "-b"
 		}
-		if m := metric(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
+		if m := fixture.Metrics(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-b"}); len(m) != 0 {
 			return "navarch_cluster_probes_total still has a series of " + ns + "-b"
 		}
 		return ""
 	})
-	if m := metric(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-a", "reason": navarchv1.ReasonConnected}); len(m) == 0 || m[0].GetCounter().GetValue() < 1 {
+	if m := fixture.Metrics(t, "navarch_cluster_probes_total", map[string]string{"cluster": ns + "-a", "reason": navarchv1.ReasonConnected}); len(m) == 0 || m[0].GetCounter().GetValue() < 1 {
 		t.Errorf("navarch_cluster_probes_total{cluster=%s-a,reason=Connected}: %v, want a probe counted", ns, m)
 	}
 	editAndWaitForHeal("a")

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/githubserver"
 	"github.com/navarch-io/navarch/internal/notify"
 	"github.com/navarch-io/navarch/internal/notify/notifytest"
@@ -378,7 +379,7 @@ subscriptions:
 func counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
 	sum := 0.0
-	for _, m := range metric(t, name, labels) {
+	for _, m := range fixture.Metrics(t, name, labels) {
 		sum += m.GetCounter().GetValue()
 	}
 	return sum
@@ -386,7 +387,7 @@ func counter(t *testing.T, name string, labels map[string]string) float64 {
 
 func gauge(t *testing.T, name string) float64 {
 	t.Helper()
-	m := metric(t, name, nil)
+	m := fixture.Metrics(t, name, nil)
 	if len(m) == 0 {
 		return -1
 	}

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
@@ -112,49 +110,21 @@ func TestObserveOperationsInTheLogAndClusterMetrics(t *testing.T) {
 		t.Errorf("navarch_cluster_reconcile_total{cluster=east} went from %v to %v and navarch_cluster_reconcile_duration_seconds{cluster=east} "+
 			"from %d to %d observations, want both to grow", reconciles, r, durations, d)
 	}
-	if m := metric(t, "navarch_cluster_queue_depth", map[string]string{"cluster": "east"}); len(m) != 1 {
+	if m := fixture.Metrics(t, "navarch_cluster_queue_depth", map[string]string{"cluster": "east"}); len(m) != 1 {
 		t.Errorf(`navarch_cluster_queue_depth{cluster="east"} is served %d times, want once`, len(m))
 	} else if depth := m[0].GetGauge().GetValue(); depth < 0 {
 		t.Errorf(`navarch_cluster_queue_depth{cluster="east"} is %v`, depth)
 	}
 }
 
-// metric returns the metrics of the family name in controller-runtime's registry, which the
-// controller's metrics endpoint serves, that carry all of labels.
-func metric(t *testing.T, name string, labels map[string]string) []*dto.Metric {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			matched := 0
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
-					matched++
-				}
-			}
-			if matched == len(labels) {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
 // clusterReconciles returns the Application reconciles counted for cluster (all results) and
 // the observations of their duration.
 func clusterReconciles(t *testing.T, cluster string) (total float64, durations uint64) {
 	t.Helper()
-	for _, m := range metric(t, "navarch_cluster_reconcile_total", map[string]string{"cluster": cluster}) {
+	for _, m := range fixture.Metrics(t, "navarch_cluster_reconcile_total", map[string]string{"cluster": cluster}) {
 		total += m.GetCounter().GetValue()
 	}
-	for _, m := range metric(t, "navarch_cluster_reconcile_duration_seconds", map[string]string{"cluster": cluster}) {
+	for _, m := range fixture.Metrics(t, "navarch_cluster_reconcile_duration_seconds", map[string]string{"cluster": cluster}) {
 		durations += m.GetHistogram().GetSampleCount()
 	}
 	return total, durations

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
@@ -369,21 +369,8 @@ spec:
 // process, so its metrics registry is this process's).
 func dryRunCount(t *testing.T, cluster string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "navarch_dry_runs_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "cluster" && l.GetValue() == cluster {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
+	for _, m := range fixture.Metrics(t, "navarch_dry_runs_total", map[string]string{"cluster": cluster}) {
+		return m.GetCounter().GetValue()
 	}
 	return 0
 }

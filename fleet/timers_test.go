@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/testenv"
 )
 
@@ -148,7 +149,7 @@ func quietPasses(t *testing.T, cluster string) float64 {
 func clusterCounter(t *testing.T, name, cluster string) float64 {
 	t.Helper()
 	total := 0.0
-	for _, m := range metric(t, name, map[string]string{"cluster": cluster}) {
+	for _, m := range fixture.Metrics(t, name, map[string]string{"cluster": cluster}) {
 		total += m.GetCounter().GetValue()
 	}
 	return total

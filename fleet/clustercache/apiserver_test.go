@@ -31,6 +31,9 @@ current-context: %[1]s
 `, contextName, token)
 }
 
+// idle is a Handler with nothing to do.
+func idle(context.Context, *Remote, types.NamespacedName) (time.Duration, error) { return 0, nil }
+
 // connectCluster connects Cluster name with kubeconfig, failing the test if it cannot.
 func connectCluster(t *testing.T, cache *Cache, name string, kubeconfig []byte) *Remote {
 	t.Helper()
@@ -177,7 +180,7 @@ func TestAConfigurationWithAProxyFunctionIsNotShared(t *testing.T) {
 // Cluster); a new server override or a new kubeconfig replaces it, and a kubeconfig that no
 // longer parses is reported rather than kept.
 func TestConnectKeepsTheRemoteOfUnchangedBytesAndReplacesAChangedOne(t *testing.T) {
-	cache := New(t.Context(), Options{Workers: 1, Handler: func(context.Context, *Remote, types.NamespacedName) (time.Duration, error) { return 0, nil }})
+	cache := New(t.Context(), Options{Workers: 1, Handler: idle})
 	cluster := &navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}}
 	connect := func(kubeconfig []byte) *Remote {
 		t.Helper()

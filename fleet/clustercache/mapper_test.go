@@ -1,7 +1,6 @@
 package clustercache
 
 import (
-	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -10,13 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
-	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 	"github.com/navarch-io/navarch/internal/fixture"
 	"github.com/navarch-io/navarch/internal/localcluster"
 )
@@ -26,11 +23,7 @@ import (
 // first discovery is found by the Remote, which discovers again on a miss.
 func TestMappingOnARealAPIServer(t *testing.T) {
 	api := localcluster.StartForTest(t, localcluster.Options{Name: "mapper"})
-	cache := New(t.Context(), Options{Handler: func(context.Context, *Remote, types.NamespacedName) (time.Duration, error) { return 0, nil }})
-	r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "mapper"}}, api.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := connectCluster(t, New(t.Context(), Options{Handler: idle}), "mapper", api.Kubeconfig())
 	for _, c := range []struct {
 		gvk      schema.GroupVersionKind
 		resource schema.GroupVersionResource

@@ -62,7 +62,9 @@ func (d *depthCollector) remove(c *Cache) {
 
 func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
 
-// Collect reports each Cluster once, should two caches (tests) hold one by the same name.
+// Collect reports each Cluster once, should two caches (tests) hold one by the same name. It
+// reads the depths under each cache's lock and sends them after, so a slow scrape never holds
+// up Connect.
 func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	d.mu.Lock()
 	caches := make([]*Cache, 0, len(d.caches))
@@ -70,15 +72,17 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		caches = append(caches, c)
 	}
 	d.mu.Unlock()
-	seen := map[string]bool{}
+	depths := map[string]int{}
 	for _, c := range caches {
 		c.mu.Lock()
 		for name, r := range c.remotes {
-			if !seen[name] {
-				seen[name] = true
-				ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(r.queue.Len()), name)
+			if _, seen := depths[name]; !seen {
+				depths[name] = r.queue.Len()
 			}
 		}
 		c.mu.Unlock()
+	}
+	for name, depth := range depths {
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(depth), name)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	_ "sigs.k8s.io/controller-runtime/pkg/controller" // sets controller-runtime's work-queue metrics provider, as in navarch controller
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/navarch-io/navarch/internal/fixture"
 )
@@ -110,20 +109,9 @@ func goroutinesIn(t *testing.T, fn string) int {
 // metrics endpoint serves.
 func queueDepth(t *testing.T, cluster string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m := fixture.Metrics(t, "navarch_cluster_queue_depth", map[string]string{"cluster": cluster})
+	if len(m) == 0 {
+		t.Fatalf("navarch_cluster_queue_depth{cluster=%q} is not served", cluster)
 	}
-	for _, f := range families {
-		if f.GetName() != "navarch_cluster_queue_depth" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == cluster {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	t.Fatalf("navarch_cluster_queue_depth{cluster=%q} is not served", cluster)
-	return 0
+	return m[0].GetGauge().GetValue()
 }

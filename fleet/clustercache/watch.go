@@ -33,7 +33,7 @@ type watch struct {
 	syncedOnce sync.Once
 }
 
-// startWatch starts watching the managed objects of gvr with client until ctx ends.
+// startWatch starts watching the managed objects of gvr through resources until ctx ends.
 func startWatch(ctx context.Context, gvr schema.GroupVersionResource, resources dynamic.ResourceInterface, onEvent func(*cachedObject)) *watch {
 	w := &watch{onEvent: onEvent, objects: map[objectKey]*cachedObject{}, synced: make(chan struct{})}
 	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }

@@ -3,7 +3,6 @@ package clustercache
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,14 +28,7 @@ func TestWatchesOutliveTheRequestTimeout(t *testing.T) {
 	api := localcluster.StartForTest(t, localcluster.Options{Name: "watches"})
 	dyn := dynamic.NewForConfigOrDie(api.RESTConfig())
 	establishWidgetCRD(t, dyn)
-	cache := New(t.Context(), Options{
-		Timeout: 2 * time.Second,
-		Handler: func(context.Context, *Remote, types.NamespacedName) (time.Duration, error) { return 0, nil },
-	})
-	r, err := cache.Connect(&navarchv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "watches"}}, api.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := connectCluster(t, New(t.Context(), Options{Timeout: 2 * time.Second, Handler: idle}), "watches", api.Kubeconfig())
 	m, err := r.Mapping(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
 	if err != nil {
 		t.Fatal(err)
