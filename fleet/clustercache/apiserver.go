@@ -54,6 +54,12 @@ type apiserver struct {
 	// asked counts, per Application, the events of its objects and the times it was queued
 	// from outside its workers (see Remote.Asked).
 	asked map[types.NamespacedName]uint64
+	// namespaces is the watch of the apiserver's namespaces once started (namespaceCache);
+	// namespacesProbing while a list checks that it can be; namespacesRetry when to check
+	// again after a failed list.
+	namespaces        *namespaces
+	namespacesProbing bool
+	namespacesRetry   time.Time
 }
 
 func newAPIServer(parent context.Context, key string, cfg *rest.Config, log logr.Logger, workers int) (*apiserver, error) {

@@ -39,6 +39,15 @@ type fakeCluster struct {
 	// watchCache, when set, is what Live returns instead of the objects: a watch that lags,
 	// e.g. after the cluster was unreachable.
 	watchCache map[string]*unstructured.Unstructured
+	// namespaces, when set, is the cluster's watch of its namespaces (NamespaceExists), which
+	// need not agree with the objects; nil is a cluster without one.
+	namespaces map[string]bool
+	// gets lists the objects read with a GET, "Kind name", in order.
+	gets []string
+}
+
+func (c *fakeCluster) NamespaceExists(name string) (exists, known bool) {
+	return c.namespaces[name], c.namespaces != nil
 }
 
 // freezeWatch makes Live return the objects as they are now, whatever happens next.
@@ -167,6 +176,7 @@ func (r *fakeResource) notFound(name string) error {
 }
 
 func (r *fakeResource) Get(_ context.Context, name string, _ metav1.GetOptions, _ ...string) (*unstructured.Unstructured, error) {
+	r.c.gets = append(r.c.gets, r.m.GroupVersionKind.Kind+" "+name)
 	if obj, ok := r.c.objects[r.key(name)]; ok {
 		return obj.DeepCopy(), nil
 	}

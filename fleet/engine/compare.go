@@ -57,12 +57,21 @@ func refOf(obj *unstructured.Unstructured) navarchv1.ResourceRef {
 	return navarchv1.ResourceRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// namespaceCheck looks each namespace up at most once per comparison. A failed lookup counts
-// as existing: the dry run then tells what is wrong.
+// namespaceCheck looks each namespace up at most once per comparison: in the cluster's watch
+// of its namespaces when it has one (Remote.NamespaceExists), which may lag the API server by
+// an event, or with a GET. A failed lookup counts as existing: the dry run then tells what is
+// wrong. live checks ask the API server, for decisions a lagging cache must not make (see
+// operation.confirmNamespaces).
 type namespaceCheck struct {
 	remote *cluster
+	live   bool
 	mu     sync.Mutex
 	known  map[string]bool
+}
+
+// namespaceCache is what a Cluster with a watch of its namespaces offers.
+type namespaceCache interface {
+	NamespaceExists(name string) (exists, known bool)
 }
 
 func (n *namespaceCheck) exists(ctx context.Context, name string) bool {
@@ -71,10 +80,16 @@ func (n *namespaceCheck) exists(ctx context.Context, name string) bool {
 	if ok, seen := n.known[name]; seen {
 		return ok
 	}
-	exists := true
-	if m, err := n.remote.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}); err == nil {
-		_, err := n.remote.Resource(m, "").Get(ctx, name, metav1.GetOptions{})
-		exists = !apierrors.IsNotFound(err)
+	exists, known := false, false
+	if c, ok := n.remote.Cluster.(namespaceCache); ok && !n.live {
+		exists, known = c.NamespaceExists(name)
+	}
+	if !known {
+		exists = true
+		if m, err := n.remote.Mapping(namespaceKind); err == nil {
+			_, err := n.remote.Resource(m, "").Get(ctx, name, metav1.GetOptions{})
+			exists = !apierrors.IsNotFound(err)
+		}
 	}
 	if n.known == nil {
 		n.known = map[string]bool{}

@@ -287,33 +287,51 @@ func (op *operation) createNamespace(ctx context.Context) (outcome, error) {
 	if err != nil {
 		return failure(err.Error()), nil
 	}
-	if created {
-		if createdBy != "" {
-			op.app.Status.CreatedNamespace = ns
+	if created && createdBy != "" {
+		op.app.Status.CreatedNamespace = ns
+	}
+	// The objects in it could not be dry-run before it existed: dry-run them now. So are
+	// they when it existed after all (created meanwhile by someone else, or not yet seen by
+	// the cache the comparison asked). In a namespace this sync created, the object applied
+	// first when nothing has been applied yet is left out: if the server refuses it, its
+	// apply fails before anything else is applied, which is what its dry run would have
+	// found. That saves one request of each new Application's first sync.
+	var first *resource
+	if t := op.firstTask(); created && t != nil && !changedCluster(op.state) {
+		first = t.res
+	}
+	for _, r := range op.apply {
+		if !r.missingNamespace || r.ref.Namespace != ns {
+			continue
 		}
-		// The objects in it could not be dry-run before it existed: dry-run them now, but for
-		// the one applied first when nothing has been applied yet. If the server refuses it,
-		// its apply fails before anything else is applied, which is what its dry run would
-		// have found: it saves one request of each new Application's first sync.
-		var first *resource
-		if t := op.firstTask(); t != nil && !changedCluster(op.state) {
-			first = t.res
+		if r == first {
+			r.missingNamespace = false
+			op.selfValidating = r
+			continue
 		}
-		for _, r := range op.apply {
-			if !r.missingNamespace || r.ref.Namespace != ns {
-				continue
-			}
-			if r == first {
-				r.missingNamespace = false
-				op.selfValidating = r
-				continue
-			}
-			if err := op.e.revalidate(ctx, op.remote, r, ignoreKey(op.app.Spec.IgnoreDifferences)); err != nil {
-				return outcome{}, err
-			}
+		if err := op.e.revalidate(ctx, op.remote, r, ignoreKey(op.app.Spec.IgnoreDifferences)); err != nil {
+			return outcome{}, err
 		}
 	}
 	return proceed(), nil
+}
+
+// confirmNamespaces asks the API server about each namespace the comparison found missing
+// for an object the plan has still to apply: the comparison asked the cluster's watch of its
+// namespaces, which may not have seen one created a moment ago, and a sync must not be
+// refused, nor an object applied without its dry run, on that account. The objects of a
+// namespace that exists are dry-run now.
+func (op *operation) confirmNamespaces(ctx context.Context, pending []*resource) error {
+	live := &namespaceCheck{remote: op.remote, live: true}
+	for _, r := range pending {
+		if !r.missingNamespace || r.ref.Namespace == "" || !live.exists(ctx, r.ref.Namespace) {
+			continue
+		}
+		if err := op.e.revalidate(ctx, op.remote, r, ignoreKey(op.app.Spec.IgnoreDifferences)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refuse fails the attempt over problems found before an apply: "nothing was applied" while
@@ -348,6 +366,9 @@ func (op *operation) validate(ctx context.Context) (outcome, error) {
 		if !t.prune && !t.isHook() && !op.done(t) {
 			pending = append(pending, t.res)
 		}
+	}
+	if err := op.confirmNamespaces(ctx, pending); err != nil {
+		return outcome{}, err
 	}
 	problems := op.e.validate(op.app, op.apply, pending)
 	problems = append(problems, op.e.validateHooks(ctx, op.app, op.remote, op.plan, op.apply)...)
