@@ -9,10 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	apiwatch "k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -96,20 +93,7 @@ func (a *apiserver) probeNamespaces() {
 // startNamespaces starts the reflector of all namespaces of a, which runs until ctx ends.
 func startNamespaces(ctx context.Context, a *apiserver) *namespaces {
 	n := &namespaces{names: map[string]struct{}{}, synced: make(chan struct{})}
-	resources := a.streams.Resource(namespacesResource)
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return resources.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
-			return resources.Watch(ctx, o)
-		},
-	}
-	r := toolscache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, n, toolscache.ReflectorOptions{
-		Name:            "navarch namespaces",
-		TypeDescription: namespacesResource.String(),
-	})
-	go r.RunWithContext(ctx)
+	runReflector(ctx, namespacesResource, a.streams.Resource(namespacesResource), "", n)
 	return n
 }
 
@@ -130,29 +114,23 @@ func nameOf(obj any) (namespaceName, error) {
 	return namespaceName(m.GetName()), nil
 }
 
-// Add and Update record a namespace.
-func (n *namespaces) Add(obj any) error { return n.Update(obj) }
+// Add and Update record a namespace; Delete forgets it.
+func (n *namespaces) Add(obj any) error    { return n.set(obj, true) }
+func (n *namespaces) Update(obj any) error { return n.set(obj, true) }
+func (n *namespaces) Delete(obj any) error { return n.set(obj, false) }
 
-func (n *namespaces) Update(obj any) error {
+func (n *namespaces) set(obj any, exists bool) error {
 	name, err := nameOf(obj)
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.names[string(name)] = struct{}{}
-	return nil
-}
-
-// Delete forgets a namespace.
-func (n *namespaces) Delete(obj any) error {
-	name, err := nameOf(obj)
-	if err != nil {
-		return err
+	if exists {
+		n.names[string(name)] = struct{}{}
+	} else {
+		delete(n.names, string(name))
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.names, string(name))
 	return nil
 }
 

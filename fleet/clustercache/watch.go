@@ -36,23 +36,28 @@ type watch struct {
 // startWatch starts watching the managed objects of gvr through resources until ctx ends.
 func startWatch(ctx context.Context, gvr schema.GroupVersionResource, resources dynamic.ResourceInterface, onEvent func(*cachedObject)) *watch {
 	w := &watch{onEvent: onEvent, objects: map[objectKey]*cachedObject{}, synced: make(chan struct{})}
-	managed := func(o *metav1.ListOptions) { o.LabelSelector = LabelManaged + "=true" }
+	runReflector(ctx, gvr, resources, LabelManaged+"=true", w)
+	return w
+}
+
+// runReflector runs a client-go reflector until ctx ends: it lists and watches the objects of
+// gvr that selector selects (all of them with ""), and writes them into store.
+func runReflector(ctx context.Context, gvr schema.GroupVersionResource, resources dynamic.ResourceInterface, selector string, store toolscache.ReflectorStore) {
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			managed(&o)
+			o.LabelSelector = selector
 			return resources.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
-			managed(&o)
+			o.LabelSelector = selector
 			return resources.Watch(ctx, o)
 		},
 	}
-	r := toolscache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, w, toolscache.ReflectorOptions{
+	r := toolscache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, store, toolscache.ReflectorOptions{
 		Name:            "navarch " + gvr.String(),
 		TypeDescription: gvr.String(),
 	})
 	go r.RunWithContext(ctx)
-	return w
 }
 
 // objectKey finds a cached object: its namespace (empty for a cluster-scoped object) and
