@@ -67,7 +67,8 @@ func buildNavarch(b *testing.B, dir string) string {
 // process is stopped, by its process group, when the benchmark ends.
 func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProcess {
 	b.Helper()
-	metricsAddr, webhookAddr, pprofAddr := freeAddr(b), freeAddr(b), freeAddr(b)
+	addrs := freeAddrs(b, 3)
+	metricsAddr, webhookAddr, pprofAddr := addrs[0], addrs[1], addrs[2]
 	p := &navarchProcess{
 		logPath:    filepath.Join(artifacts, "controller.log"),
 		metricsURL: "http://" + metricsAddr + "/metrics",
@@ -437,14 +438,21 @@ func (p *navarchProcess) mustMetrics(b *testing.B) metricSet {
 	return m
 }
 
-func freeAddr(b *testing.B) string {
+// freeAddrs returns n distinct free loopback addresses. It holds every listener until it has
+// all of them: a port closed before the next is asked for may be handed out again (two of
+// the controller's servers were once given one port, and it exited at start).
+func freeAddrs(b *testing.B, n int) []string {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // --- Prometheus text format ------------------------------------------------------------------
