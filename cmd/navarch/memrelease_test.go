@@ -9,43 +9,34 @@ import (
 )
 
 // The release waits for a quiet interval after a busy one, and does not repeat until the
-// next busy one; the collector's goal is workingGCPercent from the start, and restGCPercent from
-// the release until work resumes: readings from a fleet of 120 MB of live heap.
+// next busy one: readings from a fleet of 120 MB of live heap.
 func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	const mb = 1 << 20
 	allocs := uint64(0)
-	releases, gcPercent := 0, 100 // Go's default
+	releases := 0
 	r := heapReleaser{
-		read:         func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
-		release:      func() { releases++ },
-		setGCPercent: func(p int) int { old := gcPercent; gcPercent = p; return old },
-		log:          logr.Discard(),
+		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
+		release: func() { releases++ },
+		log:     logr.Discard(),
 	}
 	r.start()
-	if gcPercent != workingGCPercent {
-		t.Fatalf("the collector's goal at the start is %d %%, want %d %%", gcPercent, workingGCPercent)
-	}
 	for i, step := range []struct {
 		allocated   uint64
 		wantRelease bool
-		wantGC      int
 	}{
-		{10 * mb, false, workingGCPercent},   // idle since the start: nothing to give back
-		{2000 * mb, false, workingGCPercent}, // a sync
-		{40 * mb, false, workingGCPercent},   // its tail: neither busy nor quiet
-		{5 * mb, true, restGCPercent},        // at rest
-		{5 * mb, false, restGCPercent},       // still at rest: already released
-		{14 * mb, false, restGCPercent},      // a poll's quiet passes
-		{900 * mb, false, workingGCPercent},  // a commit
-		{1 * mb, true, restGCPercent},        // at rest again
+		{10 * mb, false},   // idle since the start: nothing to give back
+		{2000 * mb, false}, // a sync
+		{40 * mb, false},   // its tail: neither busy nor quiet
+		{5 * mb, true},     // at rest
+		{5 * mb, false},    // still at rest: already released
+		{14 * mb, false},   // a poll's quiet passes
+		{900 * mb, false},  // a commit
+		{1 * mb, true},     // at rest again
 	} {
 		allocs += step.allocated
 		before := releases
 		if got := r.check(); got != step.wantRelease || releases-before != map[bool]int{true: 1}[step.wantRelease] {
 			t.Errorf("interval %d (%d MiB allocated): check = %v after %d releases, want %v", i, step.allocated/mb, got, releases-before, step.wantRelease)
-		}
-		if gcPercent != step.wantGC {
-			t.Errorf("interval %d (%d MiB allocated): the collector's goal is %d %%, want %d %%", i, step.allocated/mb, gcPercent, step.wantGC)
 		}
 	}
 }
@@ -55,8 +46,8 @@ func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 func TestAReleaseReturnsABurstsPages(t *testing.T) {
 	// With the collector's goal off, Go neither collects nor returns pages by itself, so only
 	// the release does.
-	gcPercent := debug.SetGCPercent(-1)
-	t.Cleanup(func() { debug.SetGCPercent(gcPercent) })
+	goal := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(goal) })
 	runtime.GC()
 	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard()}
 	r.start()
