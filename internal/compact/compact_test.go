@@ -44,7 +44,7 @@ func TestValueKeepsTheObjectEqual(t *testing.T) {
 }
 
 // withoutCollisions makes the shared table, for the rest of the test, a new one whose seed puts
-// each distinct string of docs in a slot of its own. The table keeps the last string of each
+// each distinct string of docs in a slot of its own, and the table of maps a new, empty one. The table keeps the last string of each
 // slot, so with the process's random seed two strings of one Application may share a slot and
 // take turns in it, and which pairs do changes from run to run.
 func withoutCollisions(t *testing.T, docs ...[]byte) {
@@ -85,9 +85,9 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 			taken[i] = s
 		}
 		if !collides {
-			old := strings
-			strings = tab
-			t.Cleanup(func() { strings = old })
+			oldStrings, oldMaps := strings, maps
+			strings, maps = tab, &mapTable{seed: maphash.MakeSeed()}
+			t.Cleanup(func() { strings, maps = oldStrings, oldMaps })
 			return
 		}
 	}
@@ -95,38 +95,49 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 }
 
 func TestValueSharesRepeatedStrings(t *testing.T) {
-	withoutCollisions(t, fixture.SyncedApplication(1), fixture.SyncedApplication(2))
-	a, b := decode(t, fixture.SyncedApplication(1)), decode(t, fixture.SyncedApplication(2))
-	if sameString(a.Status.Sync.Revision, b.Status.Sync.Revision) {
+	withoutCollisions(t, fixture.SyncedApplication(1), fixture.SyncedApplication(2), fixture.SyncedApplication(3))
+	a, b, c := decode(t, fixture.SyncedApplication(1)), decode(t, fixture.SyncedApplication(2)), decode(t, fixture.SyncedApplication(3))
+	if sameString(b.Status.Sync.Revision, c.Status.Sync.Revision) {
 		t.Fatal("decoding alone already shares strings; the test proves nothing")
 	}
-	Value(a)
-	Value(b)
+	Value(a) // the first sighting of each string: the table learns their hashes only
+	if strings.shared(a.Status.Sync.Revision) || strings.shared(a.Name) {
+		t.Errorf("the table holds strings met once")
+	}
+	Value(b) // the second: the table keeps copies, which b's fields now are
+	Value(c)
 	shared := map[string][2]string{
-		"status.sync.revision":              {a.Status.Sync.Revision, b.Status.Sync.Revision},
-		"status.sync.revision, history":     {a.Status.Sync.Revision, b.Status.History[0].Revision},
-		"spec.source.repoURL":               {a.Spec.Source.RepoURL, b.Spec.Source.RepoURL},
-		"status.resources[0].kind":          {a.Status.Resources[0].Kind, b.Status.Resources[0].Kind},
-		"status.operationState.syncResult":  {a.Status.OperationState.SyncResult.Resources[1].Message, b.Status.OperationState.SyncResult.Resources[2].Message},
-		"metadata.finalizers[0]":            {a.Finalizers[0], b.Finalizers[0]},
-		"metadata.ownerReferences[0].uid":   {string(a.OwnerReferences[0].UID), string(b.OwnerReferences[0].UID)},
-		"spec.syncPolicy.syncOptions[0]":    {string(a.Spec.SyncPolicy.SyncOptions[0]), string(b.Spec.SyncPolicy.SyncOptions[0])},
-		"a resource's namespace, in-object": {a.Status.Resources[0].Namespace, a.Status.OperationState.SyncResult.Resources[0].Namespace},
+		"status.sync.revision":              {b.Status.Sync.Revision, c.Status.Sync.Revision},
+		"status.sync.revision, history":     {b.Status.Sync.Revision, c.Status.History[0].Revision},
+		"spec.source.repoURL":               {b.Spec.Source.RepoURL, c.Spec.Source.RepoURL},
+		"status.resources[0].kind":          {b.Status.Resources[0].Kind, c.Status.Resources[0].Kind},
+		"status.operationState.syncResult":  {b.Status.OperationState.SyncResult.Resources[1].Message, c.Status.OperationState.SyncResult.Resources[2].Message},
+		"metadata.finalizers[0]":            {b.Finalizers[0], c.Finalizers[0]},
+		"metadata.ownerReferences[0].uid":   {string(b.OwnerReferences[0].UID), string(c.OwnerReferences[0].UID)},
+		"spec.syncPolicy.syncOptions[0]":    {string(b.Spec.SyncPolicy.SyncOptions[0]), string(c.Spec.SyncPolicy.SyncOptions[0])},
+		"a resource's namespace, in-object": {c.Status.Resources[0].Namespace, c.Status.OperationState.SyncResult.Resources[0].Namespace},
 	}
 	for what, s := range shared {
 		if !sameString(s[0], s[1]) {
 			t.Errorf("%s: %q and %q are separate copies", what, s[0], s[1])
 		}
-	}
-	for k, v := range a.Labels {
-		for k2, v2 := range b.Labels {
-			if !sameString(k, k2) || !sameString(v, v2) {
-				t.Errorf("label %s=%s is not shared", k, v)
-			}
+		if !strings.shared(s[0]) {
+			t.Errorf("%s: %q is not the table's copy", what, s[0])
 		}
 	}
-	if a.Name == b.Name || sameString(a.Name, b.Name) {
-		t.Errorf("names %q and %q should differ", a.Name, b.Name)
+	if len(b.Labels) == 0 || reflect.ValueOf(b.Labels).UnsafePointer() != reflect.ValueOf(c.Labels).UnsafePointer() {
+		t.Errorf("equal labels %v and %v are separate maps", b.Labels, c.Labels)
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() == reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Errorf("the first labels met are shared already")
+	}
+	for k, v := range b.Labels {
+		if !strings.shared(k) || !strings.shared(v) {
+			t.Errorf("label %s=%s: the shared map's strings are not the table's", k, v)
+		}
+	}
+	if b.Name == c.Name || sameString(b.Name, c.Name) || strings.shared(c.Name) {
+		t.Errorf("names %q and %q should differ, and stay the objects' own", b.Name, c.Name)
 	}
 }
 
