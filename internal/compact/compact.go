@@ -15,7 +15,6 @@ import (
 	stdstrings "strings"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -212,15 +211,4 @@ func (t *table) intern(s string) string {
 	}
 	t.seen[i] = h
 	return s
-}
-
-// shared reports whether s is one of the table's copies.
-func (t *table) shared(s string) bool {
-	if len(s) == 0 || len(s) > maxInterned {
-		return false
-	}
-	i := maphash.String(t.seed, s) & (slots - 1)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return unsafe.StringData(t.slots[i]) == unsafe.StringData(s)
 }

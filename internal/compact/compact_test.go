@@ -29,6 +29,17 @@ func decode(tb testing.TB, doc []byte) *navarchv1.Application {
 
 func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
+// shared reports whether s is one of the table's copies.
+func (t *table) shared(s string) bool {
+	if len(s) == 0 || len(s) > maxInterned {
+		return false
+	}
+	i := maphash.String(t.seed, s) & (slots - 1)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return sameString(t.slots[i], s)
+}
+
 func TestValueKeepsTheObjectEqual(t *testing.T) {
 	for i := range 3 {
 		doc := fixture.SyncedApplication(i * 137)
