@@ -44,7 +44,7 @@ func walk(v reflect.Value) {
 		}
 	case reflect.String:
 		if v.Len() > 0 && v.CanSet() {
-			v.SetString(strings.intern(v.String()))
+			v.SetString(internString(v.String()))
 		}
 	case reflect.Struct:
 		for _, i := range fieldsOf(v.Type()) {
@@ -77,7 +77,7 @@ func walkMap(v reflect.Value) {
 		return
 	}
 	if t == stringMapType {
-		if m, ok := maps.intern(v.Interface().(map[string]string)); ok {
+		if m, ok := internMap(v.Interface().(map[string]string)); ok {
 			v.Set(reflect.ValueOf(m))
 			return
 		}
@@ -90,8 +90,8 @@ func rebuilt(v reflect.Value) reflect.Value {
 	exact := reflect.MakeMapWithSize(t, v.Len())
 	key, elem := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
 	for it := v.MapRange(); it.Next(); {
-		key.SetString(strings.intern(it.Key().String()))
-		elem.SetString(strings.intern(it.Value().String()))
+		key.SetString(internString(it.Key().String()))
+		elem.SetString(internString(it.Value().String()))
 		exact.SetMapIndex(key, elem)
 	}
 	return exact
@@ -103,41 +103,26 @@ var stringMapType = reflect.TypeFor[map[string]string]()
 // twice in a row in its slot is kept, a copy of it, and given to the objects that hold an equal
 // map from then on. Maps of more than maxMapEntries entries pass through. Objects that share a
 // map must not change it: the caches' objects are read only, and their readers get copies.
-var maps = &mapTable{seed: maphash.MakeSeed()}
+var maps = newTable[map[string]string](1 << 8)
 
-const (
-	mapSlots      = 1 << 8
-	maxMapEntries = 16
-)
+const maxMapEntries = 16
 
-type mapTable struct {
-	seed  maphash.Seed
-	mu    sync.Mutex
-	slots [mapSlots]map[string]string
-	seen  [mapSlots]uint64
-}
-
-// intern returns the table's copy of a map equal to m, if it has or now keeps one.
-func (t *mapTable) intern(m map[string]string) (map[string]string, bool) {
+// internMap returns the table's copy of a map equal to m, if it has or now keeps one.
+func internMap(m map[string]string) (map[string]string, bool) {
 	if len(m) == 0 || len(m) > maxMapEntries {
 		return nil, false
 	}
 	var h uint64
 	for k, v := range m { // a sum, so that the order of the entries does not matter
-		h += maphash.String(t.seed, k) ^ maphash.String(t.seed, v)*31
+		h += maphash.String(maps.seed, k) ^ maphash.String(maps.seed, v)*31
 	}
-	i := h & (mapSlots - 1)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.slots[i] != nil && stdmaps.Equal(t.slots[i], m):
-		return t.slots[i], true
-	case t.seen[i] == h:
-		t.slots[i] = rebuilt(reflect.ValueOf(m)).Interface().(map[string]string)
-		return t.slots[i], true
-	}
-	t.seen[i] = h
-	return nil, false
+	return maps.intern(h, m, sameMap, keepMap)
+}
+
+func sameMap(held, m map[string]string) bool { return held != nil && stdmaps.Equal(held, m) }
+
+func keepMap(m map[string]string) map[string]string {
+	return rebuilt(reflect.ValueOf(m)).Interface().(map[string]string)
 }
 
 // fieldsOf returns the indexes of t's exported fields whose type may hold a string, a slice or
@@ -179,36 +164,52 @@ func mayHold(t reflect.Type) bool {
 // repeating, which is early in a fleet's life for most of them, rather than the first object's,
 // so that the table does not keep alive strings decoded at random times among a sync's
 // garbage. Strings longer than maxInterned pass through.
-var strings = &table{seed: maphash.MakeSeed()}
+var strings = newTable[string](1 << 12)
 
-const (
-	slots       = 1 << 12
-	maxInterned = 512
-)
+const maxInterned = 512
 
-type table struct {
-	seed  maphash.Seed
-	mu    sync.Mutex
-	slots [slots]string
-	seen  [slots]uint64 // the hash of the last string met in each slot that it does not hold
-}
-
-// intern returns the table's copy of s if it has one, and otherwise s.
-func (t *table) intern(s string) string {
+// internString returns the table's copy of s if it has one, and otherwise s.
+func internString(s string) string {
 	if len(s) > maxInterned {
 		return s
 	}
-	h := maphash.String(t.seed, s)
-	i := h & (slots - 1)
+	if held, ok := strings.intern(maphash.String(strings.seed, s), s, sameString, stdstrings.Clone); ok {
+		return held
+	}
+	return s
+}
+
+func sameString(held, s string) bool { return held == s }
+
+// table holds a bounded number of shared values in slots picked by their hash: a slot keeps a
+// copy of a value met twice in a row there, and remembers the hash of the last value met that
+// it does not hold.
+type table[V any] struct {
+	seed  maphash.Seed
+	mu    sync.Mutex
+	slots []V
+	seen  []uint64
+}
+
+// newTable returns a table of n slots, a power of two.
+func newTable[V any](n int) *table[V] {
+	return &table[V]{seed: maphash.MakeSeed(), slots: make([]V, n), seen: make([]uint64, n)}
+}
+
+// intern returns the table's copy of v, whose hash is h, if its slot holds one (same) or now
+// keeps one (made by keep: v's second sighting in a row).
+func (t *table[V]) intern(h uint64, v V, same func(held, v V) bool, keep func(V) V) (V, bool) {
+	i := h & uint64(len(t.slots)-1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.slots[i] == s:
-		return t.slots[i]
+	case same(t.slots[i], v):
+		return t.slots[i], true
 	case t.seen[i] == h:
-		t.slots[i] = stdstrings.Clone(s)
-		return t.slots[i]
+		t.slots[i] = keep(v)
+		return t.slots[i], true
 	}
 	t.seen[i] = h
-	return s
+	var none V
+	return none, false
 }

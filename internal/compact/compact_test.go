@@ -27,17 +27,18 @@ func decode(tb testing.TB, doc []byte) *navarchv1.Application {
 	return app
 }
 
-func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+func sameCopy(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-// shared reports whether s is one of the table's copies.
-func (t *table) shared(s string) bool {
+// isTableCopy reports whether s is one of the string table's copies.
+func isTableCopy(s string) bool {
 	if len(s) == 0 || len(s) > maxInterned {
 		return false
 	}
-	i := maphash.String(t.seed, s) & (slots - 1)
+	t := strings
+	i := maphash.String(t.seed, s) & uint64(len(t.slots)-1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return sameString(t.slots[i], s)
+	return unsafe.StringData(t.slots[i]) == unsafe.StringData(s)
 }
 
 func TestValueKeepsTheObjectEqual(t *testing.T) {
@@ -84,11 +85,11 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 		collect(v)
 	}
 	for range 1000 {
-		tab := &table{seed: maphash.MakeSeed()}
+		tab := newTable[string](len(strings.slots))
 		taken := map[uint64]string{}
 		collides := false
 		for _, s := range all {
-			i := maphash.String(tab.seed, s) & (slots - 1)
+			i := maphash.String(tab.seed, s) & uint64(len(tab.slots)-1)
 			if other, ok := taken[i]; ok && other != s {
 				collides = true
 				break
@@ -97,7 +98,7 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 		}
 		if !collides {
 			oldStrings, oldMaps := strings, maps
-			strings, maps = tab, &mapTable{seed: maphash.MakeSeed()}
+			strings, maps = tab, newTable[map[string]string](len(maps.slots))
 			t.Cleanup(func() { strings, maps = oldStrings, oldMaps })
 			return
 		}
@@ -108,11 +109,11 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 func TestValueSharesRepeatedStrings(t *testing.T) {
 	withoutCollisions(t, fixture.SyncedApplication(1), fixture.SyncedApplication(2), fixture.SyncedApplication(3))
 	a, b, c := decode(t, fixture.SyncedApplication(1)), decode(t, fixture.SyncedApplication(2)), decode(t, fixture.SyncedApplication(3))
-	if sameString(b.Status.Sync.Revision, c.Status.Sync.Revision) {
+	if sameCopy(b.Status.Sync.Revision, c.Status.Sync.Revision) {
 		t.Fatal("decoding alone already shares strings; the test proves nothing")
 	}
 	Value(a) // the first sighting of each string: the table learns their hashes only
-	if strings.shared(a.Status.Sync.Revision) || strings.shared(a.Name) {
+	if isTableCopy(a.Status.Sync.Revision) || isTableCopy(a.Name) {
 		t.Errorf("the table holds strings met once")
 	}
 	Value(b) // the second: the table keeps copies, which b's fields now are
@@ -129,10 +130,10 @@ func TestValueSharesRepeatedStrings(t *testing.T) {
 		"a resource's namespace, in-object": {c.Status.Resources[0].Namespace, c.Status.OperationState.SyncResult.Resources[0].Namespace},
 	}
 	for what, s := range shared {
-		if !sameString(s[0], s[1]) {
+		if !sameCopy(s[0], s[1]) {
 			t.Errorf("%s: %q and %q are separate copies", what, s[0], s[1])
 		}
-		if !strings.shared(s[0]) {
+		if !isTableCopy(s[0]) {
 			t.Errorf("%s: %q is not the table's copy", what, s[0])
 		}
 	}
@@ -143,11 +144,11 @@ func TestValueSharesRepeatedStrings(t *testing.T) {
 		t.Errorf("the first labels met are shared already")
 	}
 	for k, v := range b.Labels {
-		if !strings.shared(k) || !strings.shared(v) {
+		if !isTableCopy(k) || !isTableCopy(v) {
 			t.Errorf("label %s=%s: the shared map's strings are not the table's", k, v)
 		}
 	}
-	if b.Name == c.Name || sameString(b.Name, c.Name) || strings.shared(c.Name) {
+	if b.Name == c.Name || sameCopy(b.Name, c.Name) || isTableCopy(c.Name) {
 		t.Errorf("names %q and %q should differ, and stay the objects' own", b.Name, c.Name)
 	}
 }
