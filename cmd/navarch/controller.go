@@ -39,6 +39,7 @@ the kubeconfig like kubectl.`,
 			logger := zap.New(zap.UseFlagOptions(&zapOp))
 			ctrl.SetLogger(logger)
 			setMemoryLimit(logger, cgroupMemoryMax)
+			setGCPercent()
 			go releaseAtRest(cmd.Context(), logger, 30*time.Second)
 			opts.Config, opts.Logger = cfg, logger
 			opts.MetricsInsecure = !metricsSecure

@@ -46,17 +46,20 @@ func quiet(prev, now heapSample) bool { return now.allocs-prev.allocs < now.live
 // the heap back.
 const gcPercent = 25
 
-// releaseAtRest collects the garbage and returns the heap's free pages to the operating
-// system when the controller comes to rest after a burst of work (a sync, a new commit),
-// checking every interval until ctx ends. Otherwise Go keeps free pages, at rest, up to about
-// the collector's goal: megabytes the controller no longer uses (docs/scaling.md). Unless GOGC
-// is set, it also sets the collector's goal to gcPercent.
-func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// setGCPercent sets the collector's goal to gcPercent, unless GOGC is set.
+func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
+}
+
+// releaseAtRest collects the garbage and returns the heap's free pages to the operating
+// system when the controller comes to rest after a burst of work (a sync, a new commit),
+// checking every interval until ctx ends. Otherwise Go keeps free pages, at rest, up to about
+// the collector's goal: megabytes the controller no longer uses (docs/scaling.md).
+func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
 	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: log}
 	r.start()
 	for {
