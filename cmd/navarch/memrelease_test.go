@@ -9,34 +9,38 @@ import (
 )
 
 // The release waits for a quiet interval after a busy one, and does not repeat until the
-// next busy one: readings from a fleet of 120 MB of live heap.
+// next busy one, unless a quiet interval finds restFree or more free heap (a collection at
+// rest freed it): readings from a fleet of 120 MB of live heap.
 func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	const mb = 1 << 20
-	allocs := uint64(0)
+	var allocs, free uint64
 	releases := 0
 	r := heapReleaser{
-		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb} },
+		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb, free: free} },
 		release: func() { releases++ },
 		log:     logr.Discard(),
 	}
 	r.start()
 	for i, step := range []struct {
-		allocated   uint64
-		wantRelease bool
+		allocated, free uint64
+		wantRelease     bool
 	}{
-		{10 * mb, false},   // idle since the start: nothing to give back
-		{2000 * mb, false}, // a sync
-		{40 * mb, false},   // its tail: neither busy nor quiet
-		{5 * mb, true},     // at rest
-		{5 * mb, false},    // still at rest: already released
-		{14 * mb, false},   // a poll's quiet passes
-		{900 * mb, false},  // a commit
-		{1 * mb, true},     // at rest again
+		{10 * mb, 1 * mb, false},    // idle since the start: nothing to give back
+		{2000 * mb, 30 * mb, false}, // a sync
+		{40 * mb, 20 * mb, false},   // its tail: neither busy nor quiet
+		{5 * mb, 20 * mb, true},     // at rest
+		{5 * mb, 0, false},          // still at rest: already released
+		{14 * mb, 3 * mb, false},    // a poll's quiet passes, and a little free heap
+		{10 * mb, 9 * mb, true},     // a collection at rest freed more than restFree
+		{900 * mb, 40 * mb, false},  // a commit
+		{40 * mb, 9 * mb, false},    // its tail: not quiet, however much is free
+		{1 * mb, 9 * mb, true},      // at rest again
 	} {
 		allocs += step.allocated
+		free = step.free
 		before := releases
 		if got := r.check(); got != step.wantRelease || releases-before != map[bool]int{true: 1}[step.wantRelease] {
-			t.Errorf("interval %d (%d MiB allocated): check = %v after %d releases, want %v", i, step.allocated/mb, got, releases-before, step.wantRelease)
+			t.Errorf("interval %d (%d MiB allocated, %d MiB free): check = %v after %d releases, want %v", i, step.allocated/mb, step.free/mb, got, releases-before, step.wantRelease)
 		}
 	}
 }
