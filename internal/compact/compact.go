@@ -103,7 +103,7 @@ var stringMapType = reflect.TypeFor[map[string]string]()
 // twice in a row in its slot is kept, a copy of it, and given to the objects that hold an equal
 // map from then on. Maps of more than maxMapEntries entries pass through. Objects that share a
 // map must not change it: the caches' objects are read only, and their readers get copies.
-var maps = newTable[map[string]string](1 << 8)
+var maps = newTable(1<<8, sameMap, keepMap)
 
 const maxMapEntries = 16
 
@@ -116,7 +116,7 @@ func internMap(m map[string]string) (map[string]string, bool) {
 	for k, v := range m { // a sum, so that the order of the entries does not matter
 		h += maphash.String(maps.seed, k) ^ maphash.String(maps.seed, v)*31
 	}
-	return maps.intern(h, m, sameMap, keepMap)
+	return maps.intern(h, m)
 }
 
 func sameMap(held, m map[string]string) bool { return held != nil && stdmaps.Equal(held, m) }
@@ -164,7 +164,7 @@ func mayHold(t reflect.Type) bool {
 // repeating, which is early in a fleet's life for most of them, rather than the first object's,
 // so that the table does not keep alive strings decoded at random times among a sync's
 // garbage. Strings longer than maxInterned pass through.
-var strings = newTable[string](1 << 12)
+var strings = newTable(1<<12, sameString, stdstrings.Clone)
 
 const maxInterned = 512
 
@@ -173,7 +173,7 @@ func internString(s string) string {
 	if len(s) > maxInterned {
 		return s
 	}
-	if held, ok := strings.intern(maphash.String(strings.seed, s), s, sameString, stdstrings.Clone); ok {
+	if held, ok := strings.intern(maphash.String(strings.seed, s), s); ok {
 		return held
 	}
 	return s
@@ -186,27 +186,32 @@ func sameString(held, s string) bool { return held == s }
 // it does not hold.
 type table[V any] struct {
 	seed  maphash.Seed
+	same  func(held, v V) bool // whether the slot's value, perhaps the zero value, equals v
+	keep  func(V) V            // the table's own copy of v
 	mu    sync.Mutex
 	slots []V
 	seen  []uint64
 }
 
 // newTable returns a table of n slots, a power of two.
-func newTable[V any](n int) *table[V] {
-	return &table[V]{seed: maphash.MakeSeed(), slots: make([]V, n), seen: make([]uint64, n)}
+func newTable[V any](n int, same func(held, v V) bool, keep func(V) V) *table[V] {
+	return &table[V]{seed: maphash.MakeSeed(), same: same, keep: keep, slots: make([]V, n), seen: make([]uint64, n)}
 }
 
-// intern returns the table's copy of v, whose hash is h, if its slot holds one (same) or now
-// keeps one (made by keep: v's second sighting in a row).
-func (t *table[V]) intern(h uint64, v V, same func(held, v V) bool, keep func(V) V) (V, bool) {
-	i := h & uint64(len(t.slots)-1)
+// slot is the index of the slot for hash h.
+func (t *table[V]) slot(h uint64) uint64 { return h & uint64(len(t.slots)-1) }
+
+// intern returns the table's copy of v, whose hash is h, if its slot holds one or now keeps
+// one (v's second sighting in a row).
+func (t *table[V]) intern(h uint64, v V) (V, bool) {
+	i := t.slot(h)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case same(t.slots[i], v):
+	case t.same(t.slots[i], v):
 		return t.slots[i], true
 	case t.seen[i] == h:
-		t.slots[i] = keep(v)
+		t.slots[i] = t.keep(v)
 		return t.slots[i], true
 	}
 	t.seen[i] = h

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"runtime"
+	stdstrings "strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -35,7 +36,7 @@ func isTableCopy(s string) bool {
 		return false
 	}
 	t := strings
-	i := maphash.String(t.seed, s) & uint64(len(t.slots)-1)
+	i := t.slot(maphash.String(t.seed, s))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return unsafe.StringData(t.slots[i]) == unsafe.StringData(s)
@@ -85,11 +86,11 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 		collect(v)
 	}
 	for range 1000 {
-		tab := newTable[string](len(strings.slots))
+		tab := newTable(len(strings.slots), sameString, stdstrings.Clone)
 		taken := map[uint64]string{}
 		collides := false
 		for _, s := range all {
-			i := maphash.String(tab.seed, s) & uint64(len(tab.slots)-1)
+			i := tab.slot(maphash.String(tab.seed, s))
 			if other, ok := taken[i]; ok && other != s {
 				collides = true
 				break
@@ -98,7 +99,7 @@ func withoutCollisions(t *testing.T, docs ...[]byte) {
 		}
 		if !collides {
 			oldStrings, oldMaps := strings, maps
-			strings, maps = tab, newTable[map[string]string](len(maps.slots))
+			strings, maps = tab, newTable(len(maps.slots), sameMap, keepMap)
 			t.Cleanup(func() { strings, maps = oldStrings, oldMaps })
 			return
 		}
