@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 )
@@ -246,13 +247,7 @@ func (r *reader) fields() {
 
 // print writes the classes, those holding the most span bytes first.
 func (s *summary) print(w io.Writer) {
-	classes := slices.Collect(func(yield func(*class) bool) {
-		for _, c := range s.classes {
-			if !yield(c) {
-				return
-			}
-		}
-	})
+	classes := slices.Collect(maps.Values(s.classes))
 	slices.SortFunc(classes, func(a, b *class) int { return cmp.Compare(b.spanBytes(), a.spanBytes()) })
 	fmt.Fprintf(w, "%6s %9s %9s %6s %9s %6s %9s  %s\n", "size", "objects", "live KB", "spans", "spans KB", "full", "unused KB", "spans holding 1, 2, 3, 4 objects")
 	var live, spans uint64
