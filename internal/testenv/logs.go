@@ -52,9 +52,11 @@ func (r *LogRecorder) record(msg string, values map[string]any) {
 }
 
 // Wrap returns a logger that records the Info lines of verbosity 0 into r and passes every
-// line on to next.
+// line on to next. It passes them to a copy of next's sink, because logr.New calls the new
+// sink's Init, which changes the sink it passes on to, while next may be logging elsewhere (a
+// previous test's controller, stopping).
 func (r *LogRecorder) Wrap(next logr.Logger) logr.Logger {
-	return logr.New(&recordingSink{next: next.GetSink(), rec: r})
+	return logr.New(&recordingSink{next: next.GetSink().WithValues(), rec: r})
 }
 
 // recordingSink is the logr.LogSink of Wrap.
