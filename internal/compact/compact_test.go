@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sjson "sigs.k8s.io/json"
 
@@ -151,6 +152,77 @@ func TestValueSharesRepeatedStrings(t *testing.T) {
 	}
 	if b.Name == c.Name || sameCopy(b.Name, c.Name) || isTableCopy(c.Name) {
 		t.Errorf("names %q and %q should differ, and stay the objects' own", b.Name, c.Name)
+	}
+}
+
+func TestValueSharesRepeatedBlocks(t *testing.T) {
+	docs := make([][]byte, 5)
+	for i := range docs {
+		docs[i] = fixture.SyncedApplication(i + 1)
+	}
+	withoutCollisions(t, docs...)
+	oldBlocks := blocks
+	t.Cleanup(func() { blocks = oldBlocks })
+	same := func(a, b any) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	// Each level of blocks is shared one object after the level below it, whose strings and
+	// blocks its bytes hold; the fourth and fifth objects share them all. The table keeps one
+	// block per slot, so the test picks a seed that gives the test's blocks slots of their own.
+	var problems []string
+	for range 100 {
+		blocks = newTable(1<<16, sameBlock, keepBlock)
+		apps := make([]*navarchv1.Application, len(docs))
+		for i, doc := range docs {
+			apps[i] = decode(t, doc)
+			Value(apps[i])
+		}
+		d, e := apps[3], apps[4]
+		problems = nil
+		for what, pair := range map[string][2]any{
+			"spec.syncPolicy":                      {d.Spec.SyncPolicy, e.Spec.SyncPolicy},
+			"metadata.ownerReferences":             {d.OwnerReferences, e.OwnerReferences},
+			"metadata.finalizers":                  {d.Finalizers, e.Finalizers},
+			"status.operationState.operation.sync": {d.Status.OperationState.Operation.Sync, e.Status.OperationState.Operation.Sync},
+			"status.operationState.finishedAt":     {d.Status.OperationState.FinishedAt, e.Status.OperationState.FinishedAt},
+		} {
+			if !same(pair[0], pair[1]) {
+				problems = append(problems, what+" is two blocks")
+			}
+		}
+		if same(d.Status.Resources, e.Status.Resources) || same(apps[0].Spec.SyncPolicy, apps[1].Spec.SyncPolicy) {
+			problems = append(problems, "blocks that differ, or were met once, are shared")
+		}
+		if len(problems) == 0 {
+			return
+		}
+	}
+	t.Errorf("no seed of 100 shares the blocks: %v", problems)
+}
+
+func TestValueSharesNoBlockOfMutableType(t *testing.T) {
+	type withMutable struct {
+		Quantity *resource.Quantity // caches its string form in itself
+		Any      *any
+		Plain    *metav1.OwnerReference
+	}
+	withoutCollisions(t, []byte(`{"kind": "ApplicationSet", "name": "fleet"}`))
+	oldBlocks := blocks
+	blocks = newTable(len(oldBlocks.slots), sameBlock, keepBlock) // the test's one block looked up has the table to itself
+	t.Cleanup(func() { blocks = oldBlocks })
+	var objs []*withMutable
+	for range 4 {
+		q := resource.MustParse("1Gi")
+		var v any = "same"
+		objs = append(objs, &withMutable{Quantity: &q, Any: &v, Plain: &metav1.OwnerReference{Kind: "ApplicationSet", Name: "fleet"}})
+		Value(objs[len(objs)-1])
+	}
+	a, b := objs[2], objs[3]
+	if a.Quantity == b.Quantity || a.Any == b.Any {
+		t.Error("blocks of types that change themselves, or of unknown types, are shared")
+	}
+	if a.Plain != b.Plain {
+		t.Error("equal owner references are two blocks; the test proves nothing")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -40,5 +41,28 @@ func TestCompactCached(t *testing.T) {
 	got, err := p.unpacked(b)
 	if err != nil || len(got.Status.Resources) != 3 || got.Status.Resources[2].Kind != "Service" || got.ManagedFields != nil {
 		t.Errorf("unpacked(two) = %+v, %v; want its three resources back", got, err)
+	}
+}
+
+// TestCompactCachedOnce checks that the transform leaves an object it has transformed already
+// as it is, which informers may pass to it twice (a list streamed by a watch): the first pass
+// may have made parts of it blocks that other cached objects share, so a second may write
+// nothing. An Application with no status lists to encode is told by its managed fields, gone.
+func TestCompactCachedOnce(t *testing.T) {
+	p := &statusPacker{}
+	for _, obj := range []client.Object{
+		&navarchv1.Application{ObjectMeta: metav1.ObjectMeta{Name: "new"}},
+		&navarchv1.ApplicationSet{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}},
+	} {
+		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
+		obj.SetFinalizers(append(make([]string, 0, 4), "navarch.io/resources-finalizer"))
+		transform := compactCached(p)
+		if _, err := transform(obj); err != nil || obj.GetManagedFields() != nil || cap(obj.GetFinalizers()) != 1 {
+			t.Fatalf("%T: first pass: %v, managedFields %v, finalizers' capacity %d; want them dropped, and 1", obj, err, obj.GetManagedFields(), cap(obj.GetFinalizers()))
+		}
+		obj.SetFinalizers(append(make([]string, 0, 4), obj.GetFinalizers()...))
+		if _, err := transform(obj); err != nil || cap(obj.GetFinalizers()) != 4 {
+			t.Errorf("%T: a second pass changed the object (finalizers' capacity %d), or failed: %v", obj, cap(obj.GetFinalizers()), err)
+		}
 	}
 }

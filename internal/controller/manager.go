@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -180,11 +181,11 @@ func (o *Options) defaults() {
 // compactCached returns the transform of the manager's cache, which holds every Application
 // for the controller's lifetime: managed fields dropped, the status lists of Applications
 // encoded (statusPacker), repeated strings shared and slices cut to their length
-// (internal/compact). Like any informer transform it is idempotent: an Application
-// transformed already is left as it is.
+// (internal/compact). Like any informer transform it is idempotent: an object transformed
+// already is left as it is (see transformed).
 func compactCached(packer *statusPacker) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
-		if app, ok := obj.(*navarchv1.Application); ok && packedLists(app) != nil {
+		if transformed(obj) {
 			return obj, nil
 		}
 		obj, err := stripManagedFields(obj)
@@ -202,6 +203,21 @@ func compactCached(packer *statusPacker) toolscache.TransformFunc {
 }
 
 var stripManagedFields = cache.TransformStripManagedFields()
+
+// transformed reports whether obj has been through compactCached. The informers may pass an
+// object twice: a list streamed by a watch is transformed as it arrives, and again as it
+// replaces the informer's store (client-go's reflector and RealFIFO). The second pass must
+// not write anything, since the first may have given obj blocks that cached objects share
+// (internal/compact), which their readers read meanwhile. The API server gives every object
+// managed fields, which the transform drops, or replaces with an Application's encoded
+// status lists; an object received without any is left as it is too, uncompacted.
+func transformed(obj any) bool {
+	if app, ok := obj.(*navarchv1.Application); ok && packedLists(app) != nil {
+		return true
+	}
+	o, ok := obj.(metav1.Object)
+	return ok && len(o.GetManagedFields()) == 0
+}
 
 // Run starts the controller manager and blocks until ctx is done. `navarch controller` and the
 // integration tests both call it, so tests exercise the production wiring.
