@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -50,10 +51,9 @@ func (t Trigger) Warning() bool {
 type appState struct {
 	sync   navarchv1.SyncStatusCode
 	health navarchv1.HealthStatusCode
-	// operation identifies the last finished operation (start, finish, phase, attempt id),
-	// which ended in opPhase. Times have a resolution of a second, so the id tells apart
-	// two operations of the same second.
-	operation string
+	// operation identifies the last finished operation (operationKey), which ended in
+	// opPhase; 0 if there is none.
+	operation uint64
 	opPhase   navarchv1.OperationPhase
 	// preview is the last head commit at which the preview was ready.
 	preview string
@@ -158,17 +158,43 @@ func observeApp(app *navarchv1.Application) appState {
 	st := app.Status
 	s := appState{sync: st.Sync.Status, health: st.Health.Status}
 	if op := st.OperationState; op != nil && finished(op.Phase) {
-		finish := ""
+		var finish time.Time
 		if op.FinishedAt != nil {
-			finish = op.FinishedAt.UTC().Format(time.RFC3339Nano)
+			finish = op.FinishedAt.Time
 		}
-		s.operation = op.StartedAt.UTC().Format(time.RFC3339Nano) + "|" + finish + "|" + string(op.Phase) + "|" + op.ID
+		s.operation = operationKey(op.StartedAt.Time, finish, op.Phase, op.ID)
 		s.opPhase = op.Phase
 	}
 	if sha := PreviewCommit(app); sha != "" && previewReadyAt(app, sha) {
 		s.preview = sha
 	}
 	return s
+}
+
+// operationSeed seeds operationKey's hashes, which live in this process's memory only.
+var operationSeed = maphash.MakeSeed()
+
+// operationKey identifies an operation by its start, finish, phase and attempt id: times
+// have a resolution of a second, so the id tells apart two operations of the same second. It
+// is a hash of them, never 0, rather than the parts or a string of them, so that the
+// Tracker's state of each of a fleet's Applications holds no allocation of its own; two
+// different operations of one Application share a key once in 2⁶⁴.
+func operationKey(started, finished time.Time, phase navarchv1.OperationPhase, id string) uint64 {
+	h := maphash.Comparable(operationSeed, struct {
+		started, finished int64
+		phase             navarchv1.OperationPhase
+		id                string
+	}{unixNano(started), unixNano(finished), phase, id})
+	return max(h, 1)
+}
+
+// unixNano is t's Unix time in nanoseconds, 0 for the zero time, which int64 nanoseconds
+// cannot hold.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func finished(p navarchv1.OperationPhase) bool {
@@ -186,7 +212,7 @@ func appTransitions(prev, next appState) []Trigger {
 	if next.health == navarchv1.HealthDegraded && prev.health != "" && prev.health != navarchv1.HealthDegraded {
 		out = append(out, Degraded)
 	}
-	if next.operation != "" && next.operation != prev.operation {
+	if next.operation != 0 && next.operation != prev.operation {
 		if next.opPhase == navarchv1.OperationSucceeded {
 			out = append(out, SyncSucceeded)
 		} else {
