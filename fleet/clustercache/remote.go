@@ -94,7 +94,7 @@ func (r *Remote) Enqueue(app types.NamespacedName) {
 func (r *Remote) Asked(app types.NamespacedName) uint64 {
 	r.api.mu.Lock()
 	defer r.api.mu.Unlock()
-	return r.api.asked[app]
+	return r.api.routes[app].asked
 }
 
 // dispatch runs queued Applications through h until the Remote stops, each pass in a goroutine
