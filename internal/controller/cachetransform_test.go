@@ -56,7 +56,7 @@ func TestCompactCachedOnce(t *testing.T) {
 	} {
 		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
 		obj.SetFinalizers(append(make([]string, 0, 4), "navarch.io/resources-finalizer"))
-		transform := compactCached(p)
+		transform := compactCached(p, nil)
 		if _, err := transform(obj); err != nil || obj.GetManagedFields() != nil || cap(obj.GetFinalizers()) != 1 {
 			t.Fatalf("%T: first pass: %v, managedFields %v, finalizers' capacity %d; want them dropped, and 1", obj, err, obj.GetManagedFields(), cap(obj.GetFinalizers()))
 		}

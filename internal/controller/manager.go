@@ -180,10 +180,11 @@ func (o *Options) defaults() {
 
 // compactCached returns the transform of the manager's cache, which holds every Application
 // for the controller's lifetime: managed fields dropped, the status lists of Applications
-// encoded (statusPacker), repeated strings shared and slices cut to their length
+// encoded (statusPacker), each Application's name and UID one copy for all its versions
+// (names, which may be nil), repeated strings and blocks shared and slices cut to their length
 // (internal/compact). Like any informer transform it is idempotent: an object transformed
 // already is left as it is (see transformed).
-func compactCached(packer *statusPacker) toolscache.TransformFunc {
+func compactCached(packer *statusPacker, names *sharedNames) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if transformed(obj) {
 			return obj, nil
@@ -198,6 +199,9 @@ func compactCached(packer *statusPacker) toolscache.TransformFunc {
 			}
 		}
 		compact.Value(obj)
+		if app, ok := obj.(*navarchv1.Application); ok {
+			names.share(app) // after compact, whose string table may keep copies of names too
+		}
 		return obj, nil
 	}
 }
@@ -229,9 +233,9 @@ func Run(ctx context.Context, opts Options) error {
 	cfg := rest.CopyConfig(opts.Config)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 
-	packer := &statusPacker{}
+	packer, names := &statusPacker{}, &sharedNames{}
 	cacheOpts := cache.Options{
-		DefaultTransform: compactCached(packer),
+		DefaultTransform: compactCached(packer, names),
 		// Projects live in the controller's namespace only.
 		ByObject: map[client.Object]cache.ByObject{
 			&navarchv1.Project{}: {Namespaces: map[string]cache.Config{opts.SystemNamespace: {}}},
@@ -271,6 +275,9 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := shareAppNames(ctx, mgr.GetCache(), names); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -38,7 +38,7 @@ func received(tb testing.TB, i int) *navarchv1.Application {
 // cached runs the manager cache's transform on app.
 func cached(t *testing.T, p *statusPacker, app *navarchv1.Application) *navarchv1.Application {
 	t.Helper()
-	out, err := compactCached(p)(app)
+	out, err := compactCached(p, nil)(app)
 	if err != nil || out != any(app) {
 		t.Fatalf("transform(%s) = %v, %v; want the same object and no error", app.Name, out, err)
 	}
@@ -220,7 +220,7 @@ func BenchmarkCachedApplication(b *testing.B) {
 			var perApp, transform, unpack float64
 			for b.Loop() {
 				p := &statusPacker{}
-				transformOf := compactCached(p)
+				transformOf := compactCached(p, nil)
 				if !packed {
 					transformOf = func(obj any) (any, error) {
 						obj, err := stripManagedFields(obj)
