@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	"unsafe"
@@ -196,15 +197,16 @@ func (a *apiserver) onEvent(o *cachedObject) {
 		return
 	}
 	a.mu.Lock()
-	rt := a.routes[o.app]
+	app := o.app()
+	rt := a.routes[app]
 	r := rt.to
 	if r != nil {
 		rt.asked++
-		a.routes[o.app] = rt
+		a.routes[app] = rt
 	}
 	a.mu.Unlock()
 	if r != nil {
-		r.queue.Add(o.app)
+		r.queue.Add(app)
 	}
 }
 
@@ -215,32 +217,102 @@ func (a *apiserver) onEvent(o *cachedObject) {
 // the garbage collector scans; the encoding is one pointer-free block of a fifth of that. Live
 // decodes it again on each read, which costs microseconds and hands every caller its own copy.
 //
-// The names and the encoding share one block (see packer.compact): two allocations an object
-// rather than six, which matters because the caches are written during a sync, among its
-// garbage, and a page with one live object in it cannot be returned to the system.
+// The names and the encoding share one block, which cachedObject points to with their
+// lengths (see packer.compact): two allocations an object, of 32 bytes and the block, rather
+// than six, which matters because the caches are written during a sync, among its garbage,
+// and a page with one live object in it cannot be returned to the system.
 type cachedObject struct {
-	name, namespace, resourceVersion string
-	app                              types.NamespacedName
-	tracked                          bool
-	packed                           []byte
-	dict                             *delta.Dictionary
+	// data is the block: the encoding, then the parts (cachedPart), one after the other.
+	data   *byte
+	dict   *delta.Dictionary
+	packed uint32            // the encoding's length
+	lens   [partCount]uint16 // the parts' lengths
+	// tracked says whether a tracking annotation or label names the object's Application.
+	tracked bool
+}
+
+// cachedPart names a string that cachedObject keeps decoded.
+type cachedPart int
+
+const (
+	partName cachedPart = iota
+	partNamespace
+	partResourceVersion
+	partAppNamespace // of the Application that tracks the object
+	partAppName
+	partCount
+)
+
+// newCachedObject packs the encoding and the parts into one block.
+func newCachedObject(packed []byte, dict *delta.Dictionary, parts [partCount]string, tracked bool) (*cachedObject, error) {
+	if len(packed) > math.MaxUint32 {
+		return nil, fmt.Errorf("%s/%s: %d bytes are too many to cache", parts[partNamespace], parts[partName], len(packed))
+	}
+	o := &cachedObject{dict: dict, packed: uint32(len(packed)), tracked: tracked}
+	size := len(packed)
+	for i, p := range parts {
+		if len(p) > math.MaxUint16 {
+			return nil, fmt.Errorf("%s/%s: a name of %d bytes is too long to cache", parts[partNamespace], parts[partName], len(p))
+		}
+		o.lens[i] = uint16(len(p))
+		size += len(p)
+	}
+	if size == 0 {
+		return o, nil
+	}
+	block := append(make([]byte, 0, size), packed...)
+	for _, p := range parts {
+		block = append(block, p...)
+	}
+	o.data = unsafe.SliceData(block)
+	return o, nil
+}
+
+// encoding returns the object's encoded JSON, which no one may change.
+func (o *cachedObject) encoding() []byte {
+	if o.data == nil {
+		return nil
+	}
+	return unsafe.Slice(o.data, o.packed)
+}
+
+// part returns one of the object's strings.
+func (o *cachedObject) part(p cachedPart) string {
+	n := int(o.lens[p])
+	if n == 0 {
+		return ""
+	}
+	start := int(o.packed)
+	for _, l := range o.lens[:p] {
+		start += int(l)
+	}
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(o.data), start)), n)
+}
+
+func (o *cachedObject) name() string            { return o.part(partName) }
+func (o *cachedObject) namespace() string       { return o.part(partNamespace) }
+func (o *cachedObject) resourceVersion() string { return o.part(partResourceVersion) }
+
+// app is the Application that tracks the object, if tracked.
+func (o *cachedObject) app() types.NamespacedName {
+	return types.NamespacedName{Namespace: o.part(partAppNamespace), Name: o.part(partAppName)}
 }
 
 // GetObjectMeta gives the reflector's key function what it reads: a streamed list's objects
 // are kept by key until the list ends.
 func (o *cachedObject) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, ResourceVersion: o.resourceVersion}
+	return &metav1.ObjectMeta{Name: o.name(), Namespace: o.namespace(), ResourceVersion: o.resourceVersion()}
 }
 
 // object decodes the cached object.
 func (o *cachedObject) object() (*unstructured.Unstructured, error) {
-	raw, err := o.dict.Decode(o.packed)
+	raw, err := o.dict.Decode(o.encoding())
 	if err != nil {
-		return nil, fmt.Errorf("unpack the cached %s/%s: %w", o.namespace, o.name, err)
+		return nil, fmt.Errorf("unpack the cached %s/%s: %w", o.namespace(), o.name(), err)
 	}
 	var m map[string]any
 	if err := utiljson.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decode the cached %s/%s: %w", o.namespace, o.name, err)
+		return nil, fmt.Errorf("decode the cached %s/%s: %w", o.namespace(), o.name(), err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
@@ -276,37 +348,10 @@ func (p *packer) compact(obj any) (any, error) {
 	dict := p.ref.For(encoded)
 	packed := dict.Append(make([]byte, 0, len(encoded)/2), encoded)
 	app, tracked := TrackedBy(u)
-	name, namespace, rv := u.GetName(), u.GetNamespace(), u.GetResourceVersion()
-	b := newBlock(len(packed) + len(name) + len(namespace) + len(rv) + len(app.Namespace) + len(app.Name))
-	return &cachedObject{
-		packed: b.bytes(packed), dict: dict,
-		name: b.string(name), namespace: b.string(namespace), resourceVersion: b.string(rv),
-		app: types.NamespacedName{Namespace: b.string(app.Namespace), Name: b.string(app.Name)}, tracked: tracked,
-	}, nil
-}
-
-// block packs byte slices and strings into one allocation. Its size is fixed when made, so
-// appending never moves what was packed before, and nothing writes to it afterwards: the
-// strings it returns stay immutable.
-type block struct{ buf []byte }
-
-func newBlock(size int) *block { return &block{buf: make([]byte, 0, size)} }
-
-// bytes packs p and returns its copy, with no room to grow into the block's other contents.
-func (b *block) bytes(p []byte) []byte {
-	start := len(b.buf)
-	b.buf = append(b.buf, p...)
-	return b.buf[start:len(b.buf):len(b.buf)]
-}
-
-// string packs s and returns its copy.
-func (b *block) string(s string) string {
-	if s == "" {
-		return ""
-	}
-	start := len(b.buf)
-	b.buf = append(b.buf, s...)
-	return unsafe.String(&b.buf[start], len(s))
+	return newCachedObject(packed, dict, [partCount]string{
+		partName: u.GetName(), partNamespace: u.GetNamespace(), partResourceVersion: u.GetResourceVersion(),
+		partAppNamespace: app.Namespace, partAppName: app.Name,
+	}, tracked)
 }
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"

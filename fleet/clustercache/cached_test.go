@@ -47,19 +47,22 @@ func TestTheWatchCachesKeepAnObjectCompactAndGiveItBackWhole(t *testing.T) {
 	if !ok {
 		t.Fatalf("the cache keeps a %T", cached)
 	}
-	if !o.tracked || o.app != app {
-		t.Errorf("tracked by %v (%t), want %v", o.app, o.tracked, app)
+	if !o.tracked || o.app() != app {
+		t.Errorf("tracked by %v (%t), want %v", o.app(), o.tracked, app)
 	}
 	if key, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || key != "shop/web" {
 		t.Errorf("key %q, %v; want shop/web", key, err)
 	}
-	if o.resourceVersion != "42" {
-		t.Errorf("resourceVersion %q, want 42", o.resourceVersion)
+	if o.resourceVersion() != "42" {
+		t.Errorf("resourceVersion %q, want 42", o.resourceVersion())
+	}
+	if size := unsafe.Sizeof(*o); size > 32 {
+		t.Errorf("a cached object takes %d bytes besides its block; want at most 32", size)
 	}
 	// The names live in the packed JSON's block, not in strings of their own.
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(o.packed)))
-	end := start + uintptr(len(o.packed))
-	for _, s := range []string{o.name, o.namespace, o.resourceVersion, o.app.Namespace, o.app.Name} {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(o.encoding())))
+	end := start + uintptr(len(o.encoding()))
+	for _, s := range []string{o.name(), o.namespace(), o.resourceVersion(), o.app().Namespace, o.app().Name} {
 		at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
 		if at < end || at+uintptr(len(s)) > end+uintptr(len("webshop42appsweb")) {
 			t.Errorf("%q is not packed after the JSON", s)
@@ -137,8 +140,8 @@ func TestObjectsOfATypeArePackedAgainstTheFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := cached.(*cachedObject)
-	if len(o.packed)*3 > len(want) {
-		t.Errorf("the second Service keeps %d bytes for %d of JSON; want under a third", len(o.packed), len(want))
+	if len(o.encoding())*3 > len(want) {
+		t.Errorf("the second Service keeps %d bytes for %d of JSON; want under a third", len(o.encoding()), len(want))
 	}
 	got, err := o.object()
 	if err != nil {

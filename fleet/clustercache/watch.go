@@ -64,7 +64,7 @@ func runReflector(ctx context.Context, gvr schema.GroupVersionResource, resource
 // name, which point into the object's block, so a key costs no allocation of its own.
 type objectKey struct{ namespace, name string }
 
-func (o *cachedObject) key() objectKey { return objectKey{o.namespace, o.name} }
+func (o *cachedObject) key() objectKey { return objectKey{o.namespace(), o.name()} }
 
 // get returns the cached object namespace/name, if any.
 func (w *watch) get(namespace, name string) (*cachedObject, bool) {
@@ -126,7 +126,7 @@ func (w *watch) Replace(list []any, _ string) error {
 	w.objects = objects
 	w.mu.Unlock()
 	for key, o := range objects {
-		if old, ok := before[key]; !ok || old.resourceVersion != o.resourceVersion {
+		if old, ok := before[key]; !ok || old.resourceVersion() != o.resourceVersion() {
 			w.onEvent(o)
 		}
 	}

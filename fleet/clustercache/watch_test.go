@@ -68,7 +68,7 @@ func TestWatchesOutliveTheRequestTimeout(t *testing.T) {
 func TestAWatchQueuesTheApplicationsOfWhatChanged(t *testing.T) {
 	var queued []string
 	w := &watch{objects: map[objectKey]*cachedObject{}, synced: make(chan struct{}), onEvent: func(o *cachedObject) {
-		queued = append(queued, o.app.Name+"@"+o.resourceVersion)
+		queued = append(queued, o.app().Name+"@"+o.resourceVersion())
 	}}
 	object := func(name, rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -96,7 +96,7 @@ func TestAWatchQueuesTheApplicationsOfWhatChanged(t *testing.T) {
 		if !ok {
 			return ""
 		}
-		return o.resourceVersion
+		return o.resourceVersion()
 	}
 
 	step("the first list", func() error { return w.Replace([]any{object("a", "1"), object("b", "1")}, "1") }, "a@1", "b@1")
