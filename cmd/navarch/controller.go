@@ -36,7 +36,7 @@ the kubeconfig like kubectl.`,
 			if err != nil {
 				return err
 			}
-			logger := zap.New(zap.UseFlagOptions(&zapOp))
+			logger := newLogger(zapOp)
 			ctrl.SetLogger(logger)
 			setMemoryLimit(logger, cgroupMemoryMax)
 			setGCPercent()
