@@ -91,6 +91,8 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 
 	// The certificate is self-signed: the test checks access control, not the chain.
 	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	// Whether the last response came compressed, which Go's transport asks for by itself.
+	compressed := false
 	get := func(scheme, token string) (int, string) {
 		req, err := http.NewRequest(http.MethodGet, scheme+"://"+addr+"/metrics", nil)
 		if err != nil {
@@ -104,6 +106,7 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 			return 0, err.Error()
 		}
 		defer resp.Body.Close()
+		compressed = resp.Uncompressed
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
@@ -114,6 +117,9 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 		}
 		return ""
 	})
+	if compressed {
+		t.Error("the metrics were served compressed; want them uncompressed (see uncompressed)")
+	}
 	for who, tc := range map[string]struct {
 		token string
 		want  int

@@ -12,6 +12,8 @@ import (
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // fakeReviews stands in for the management cluster's TokenReview and SubjectAccessReview
@@ -153,6 +155,45 @@ func TestMetricsGateMemoryIsBounded(t *testing.T) {
 		}
 		if len(g.decisions) > metricsDecisions {
 			t.Fatalf("after %d forged tokens the gate remembers %d answers; want at most %d", i+1, len(g.decisions), metricsDecisions)
+		}
+	}
+}
+
+func TestMetricsAreServedUncompressed(t *testing.T) {
+	refuse := func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+		return func(_ logr.Logger, next http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if req.Header.Get("Authorization") == "" {
+					http.Error(w, "no", http.StatusUnauthorized)
+					return
+				}
+				next.ServeHTTP(w, req)
+			}), nil
+		}, nil
+	}
+	for name, inner := range map[string]filterProvider{"alone": nil, "around another filter": refuse} {
+		filter, err := uncompressed(inner)(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := "not reached"
+		h, err := filter(logr.Discard(), http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) { accepted = req.Header.Get("Accept-Encoding") }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept-Encoding", "gzip, zstd")
+		req.Header.Set("Authorization", "Bearer t")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if accepted != "" {
+			t.Errorf("%s: the metrics handler was offered %q; want no compression", name, accepted)
+		}
+		if inner != nil {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			if rec.Code != http.StatusUnauthorized {
+				t.Errorf("%s: a request the inner filter refuses got %d", name, rec.Code)
+			}
 		}
 	}
 }
