@@ -208,19 +208,32 @@ func shareable(t reflect.Type) bool {
 	if ok, known := shareableByType.Load(t); known {
 		return ok.(bool)
 	}
-	shareableByType.Store(t, true) // a type that holds itself is as shareable as the rest of it
+	ok := shareableIn(t, map[reflect.Type]bool{})
+	shareableByType.Store(t, ok)
+	return ok
+}
+
+// shareableIn answers shareable for t, given the answers so far of the types being answered:
+// a type that holds itself is as shareable as the rest of it. Only the answer for the type
+// asked about is cached, since the others may rest on a guess about a type still being
+// answered.
+func shareableIn(t reflect.Type, answers map[reflect.Type]bool) bool {
+	if ok, known := answers[t]; known {
+		return ok
+	}
+	answers[t] = true
 	ok := true
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64, reflect.String:
 	case reflect.Pointer, reflect.Slice, reflect.Array:
-		ok = shareable(t.Elem())
+		ok = shareableIn(t.Elem(), answers)
 	case reflect.Map:
 		ok = t == stringMapType
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if f := t.Field(i); t != timeType && t != rawExtensionType && (!f.IsExported() || !shareable(f.Type)) {
+			if f := t.Field(i); t != timeType && t != rawExtensionType && (!f.IsExported() || !shareableIn(f.Type, answers)) {
 				ok = false
 				break
 			}
@@ -228,7 +241,7 @@ func shareable(t reflect.Type) bool {
 	default:
 		ok = false
 	}
-	shareableByType.Store(t, ok)
+	answers[t] = ok
 	return ok
 }
 

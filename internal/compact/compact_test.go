@@ -226,6 +226,25 @@ func TestValueSharesNoBlockOfMutableType(t *testing.T) {
 	}
 }
 
+func TestShareableTypesThatHoldThemselves(t *testing.T) {
+	type chain struct {
+		Next *chain
+		Name string
+	}
+	type loose struct {
+		Next  *loose
+		Value any // of a type unknown
+	}
+	type wrapper struct{ Inner *loose }
+	if !shareable(reflect.TypeFor[chain]()) {
+		t.Error("a chain of strings is not shareable")
+	}
+	// The nested answer is made while loose's own is still a guess, and must not be kept as it.
+	if shareable(reflect.TypeFor[wrapper]()) || shareable(reflect.TypeFor[loose]()) || shareable(reflect.TypeFor[*loose]()) {
+		t.Error("a type that holds an interface, through itself or another, is shareable")
+	}
+}
+
 func TestValueCutsSlicesToLength(t *testing.T) {
 	app := decode(t, fixture.SyncedApplication(5))
 	before := cap(app.Status.Resources)
