@@ -194,13 +194,14 @@ func compactCached(packer *statusPacker, names *sharedNames) toolscache.Transfor
 		if err != nil {
 			return obj, err
 		}
-		if app, ok := obj.(*navarchv1.Application); ok {
+		app, isApp := obj.(*navarchv1.Application)
+		if isApp {
 			if err := packer.pack(app); err != nil {
 				return obj, err
 			}
 		}
 		compact.Value(obj)
-		if app, ok := obj.(*navarchv1.Application); ok {
+		if isApp {
 			names.share(app) // after compact, whose string table may keep copies of names too
 		}
 		return obj, nil
