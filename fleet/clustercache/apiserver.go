@@ -206,7 +206,7 @@ func (a *apiserver) onEvent(o *cachedObject) {
 	}
 	a.mu.Unlock()
 	if r != nil {
-		r.queue.Add(app)
+		r.queue.add(app)
 	}
 }
 

@@ -77,7 +77,7 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		c.mu.Lock()
 		for name, r := range c.remotes {
 			if _, seen := depths[name]; !seen {
-				depths[name] = r.queue.Len()
+				depths[name] = r.queue.len()
 			}
 		}
 		c.mu.Unlock()

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -41,8 +40,8 @@ type Remote struct {
 	log         logr.Logger
 	ctx         context.Context
 	cancel      context.CancelFunc
-	queue       workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	workers     sync.WaitGroup // dispatch and the passes it started
+	queue       *queue
+	workers     sync.WaitGroup // the queue's workers
 
 	mu         sync.Mutex
 	probeError error
@@ -62,30 +61,25 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		log:         opts.Logger.WithValues("cluster", name),
 		ctx:         ctx,
 		cancel:      cancel,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedMaxOfRateLimiter(
-				workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, 2*time.Minute),
-			),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{}, // unnamed: no metrics of client-go's (see queueDepths)
-		),
-		onReady: opts.OnReady,
+		onReady:     opts.OnReady,
 	}
-	r.workers.Go(func() { r.dispatch(opts.Workers, opts.Quiet, opts.Handler) })
-	go func() {
-		<-ctx.Done()
-		r.queue.ShutDown()
-	}()
+	r.queue = newQueue(opts.Workers, func(key types.NamespacedName) { r.pass(opts.Quiet, opts.Handler, key) }, r.workers.Go)
+	context.AfterFunc(ctx, r.queue.close)
 	return r
 }
 
-// stop ends the Remote's watches and workers.
-func (r *Remote) stop() { r.cancel() }
+// stop ends the Remote's watches and workers: once it has returned, no worker starts, and
+// r.workers.Wait returns when the passes running end.
+func (r *Remote) stop() {
+	r.cancel()
+	r.queue.close()
+}
 
 // Enqueue queues an Application for this cluster's workers; from now on, the events of its
 // objects queue it here.
 func (r *Remote) Enqueue(app types.NamespacedName) {
 	r.api.route(app, r)
-	r.queue.Add(app)
+	r.queue.add(app)
 }
 
 // Asked counts the reasons to look at app again that came from outside its own timers: the
@@ -97,29 +91,8 @@ func (r *Remote) Asked(app types.NamespacedName) uint64 {
 	return r.api.routes[app].asked
 }
 
-// dispatch runs queued Applications through h until the Remote stops, each pass in a goroutine
-// of its own and at most workers at once. A goroutine lives as long as its pass, so a cluster
-// with nothing queued keeps only dispatch's, waiting on the queue, not one per worker: at 100
-// Clusters and 8 workers each, 100 goroutines at rest instead of 800 (each at least a 2 KB
-// stack, more once a sync has grown it).
-func (r *Remote) dispatch(workers int, quiet Quiet, h Handler) {
-	free := make(chan struct{}, workers)
-	for {
-		free <- struct{}{} // a worker is free before an Application leaves the queue
-		key, shutdown := r.queue.Get()
-		if shutdown {
-			return
-		}
-		r.workers.Go(func() {
-			defer func() { <-free }()
-			r.pass(quiet, h, key)
-		})
-	}
-}
-
 // pass runs one queued Application through h and queues it again as h asks.
 func (r *Remote) pass(quiet Quiet, h Handler, key types.NamespacedName) {
-	defer r.queue.Done(key)
 	if r.ctx.Err() != nil {
 		return // stopped: the queue drains without running anything more on the cluster
 	}
@@ -131,14 +104,14 @@ func (r *Remote) pass(quiet Quiet, h Handler, key types.NamespacedName) {
 		reconcileTotal.WithLabelValues(r.Name, "error").Inc()
 		reconcileErrors.WithLabelValues(r.Name).Inc()
 		r.log.Error(err, "Reconciling Application failed", "application", key.String())
-		r.queue.AddRateLimited(key)
+		r.queue.retry(key)
 	case after > 0:
 		reconcileTotal.WithLabelValues(r.Name, "requeue_after").Inc()
-		r.queue.Forget(key)
-		r.queue.AddAfter(key, after)
+		r.queue.forget(key)
+		r.queue.after(key, after)
 	default:
 		reconcileTotal.WithLabelValues(r.Name, "success").Inc()
-		r.queue.Forget(key)
+		r.queue.forget(key)
 	}
 }
 

@@ -12,13 +12,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	_ "sigs.k8s.io/controller-runtime/pkg/controller" // sets controller-runtime's work-queue metrics provider, as in navarch controller
 
 	"github.com/navarch-io/navarch/internal/fixture"
 )
 
 // A Cluster runs up to Workers Applications at once, each queued Application once, and once
-// its queue is empty it keeps one goroutine (dispatch's), not one per worker.
+// its queue is empty it keeps no goroutine.
 func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 	const workers, apps = 3, 12
 	var mu sync.Mutex
@@ -43,7 +42,7 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 	})
 	east := connectCluster(t, cache, "east", kubeconfigFor("east", "t0ken"))
 	// Earlier tests' Remotes end with their contexts; their goroutines may still be returning.
-	fixture.WaitFor(t, "one dispatch goroutine", func() bool { return passGoroutines(t, "dispatch") == 1 })
+	fixture.WaitFor(t, "no worker", func() bool { return goroutinesIn(t, "clustercache.(*queue).work") == 0 })
 	for i := range apps {
 		east.Enqueue(types.NamespacedName{Namespace: "apps", Name: fmt.Sprintf("a%d", i)})
 	}
@@ -64,17 +63,12 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 			t.Fatalf("%d of %d queued Applications ran", len(seen), apps)
 		}
 	}
-	fixture.WaitFor(t, "the passes' goroutines to end", func() bool { return passGoroutines(t, "pass") == 0 })
-	if got := passGoroutines(t, "dispatch"); got != 1 {
-		t.Errorf("%d dispatch goroutines at rest, want 1", got)
+	fixture.WaitFor(t, "the workers to end", func() bool { return goroutinesIn(t, "clustercache.(*queue).work") == 0 })
+	if got := passGoroutines(t, "pass") + goroutinesIn(t, "clustercache.(*queue).fire"); got != 0 {
+		t.Errorf("%d goroutines of the queue at rest, want none", got)
 	}
 	if got := queueDepth(t, "east"); got != 0 {
 		t.Errorf("navarch_cluster_queue_depth{cluster=east} is %v at rest, want 0", got)
-	}
-	// The queue keeps no metrics of client-go's: with controller-runtime's provider set (see
-	// the import), a named queue would keep a goroutine updating them twice a second.
-	if got := goroutinesIn(t, "workqueue.(*Typed[...]).updateUnfinishedWorkLoop"); got != 0 {
-		t.Errorf("%d goroutines update a work queue's metrics, want none", got)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -83,7 +77,7 @@ func TestWorkersStartWithAPassAndEndWithIt(t *testing.T) {
 	}
 }
 
-// passGoroutines counts the goroutines running the Remote method fn (dispatch or pass).
+// passGoroutines counts the goroutines running the Remote method fn.
 func passGoroutines(t *testing.T, fn string) int {
 	t.Helper()
 	return goroutinesIn(t, "clustercache.(*Remote)."+fn)
