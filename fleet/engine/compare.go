@@ -124,14 +124,15 @@ type comparison struct {
 // (a Deployment's rollout progress) do not invalidate it.
 //
 // It holds one entry per managed object and hook of the fleet for as long as the controller
-// runs, so an entry is small and holds no pointer but to a result that differs: a 128-bit
-// digest of the object's key, one of the three hashes it was computed from, and the result,
-// shared by every entry when it is the common "equal" or "absent". No string of its own is
-// kept, which would be three or four small allocations an object, scattered over the heap
-// among a sync's garbage.
+// runs, so an entry is small and holds no pointer but to a result that differs: a 64-bit
+// hash of the object's key, a 128-bit digest of the three hashes it was computed from, and
+// the result, shared by every entry when it is the common "equal" or "absent". No string of
+// its own is kept, which would be three or four small allocations an object, scattered over
+// the heap among a sync's garbage. Two keys that share a hash only take each other's entry:
+// the digest of the inputs still decides, so the cost is a dry run, never a wrong result.
 type dryRunCache struct {
 	mu      sync.Mutex
-	entries map[digest]dryRunEntry // by digest of the key
+	entries map[uint64]dryRunEntry // by keyHash of the key
 }
 
 type dryRunEntry struct {
@@ -157,6 +158,13 @@ func digestOf(parts ...string) digest {
 	return d
 }
 
+// keyHash is the first 64 bits of the key's digest: with a few hundred thousand entries, the
+// chance that any two keys share one is below one in 10⁸.
+func keyHash(key string) uint64 {
+	d := digestOf(key)
+	return binary.LittleEndian.Uint64(d[:8])
+}
+
 // The results most entries hold, shared.
 var (
 	resultEqual = diff.Result{Equal: true}
@@ -164,7 +172,7 @@ var (
 )
 
 func (c *dryRunCache) get(key, desired, live, ignore string) (diff.Result, bool) {
-	k, inputs := digestOf(key), digestOf(desired, live, ignore)
+	k, inputs := keyHash(key), digestOf(desired, live, ignore)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
@@ -177,7 +185,7 @@ func (c *dryRunCache) get(key, desired, live, ignore string) (diff.Result, bool)
 }
 
 func (c *dryRunCache) put(key, desired, live, ignore string, r diff.Result) {
-	k, inputs := digestOf(key), digestOf(desired, live, ignore)
+	k, inputs := keyHash(key), digestOf(desired, live, ignore)
 	var kept *diff.Result
 	switch {
 	case r.Equal && len(r.Paths) == 0 && !r.Truncated:
@@ -191,13 +199,13 @@ func (c *dryRunCache) put(key, desired, live, ignore string, r diff.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[digest]dryRunEntry{}
+		c.entries = map[uint64]dryRunEntry{}
 	}
 	c.entries[k] = dryRunEntry{inputs: inputs, result: kept}
 }
 
 func (c *dryRunCache) forget(key string) {
-	k := digestOf(key)
+	k := keyHash(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, k)

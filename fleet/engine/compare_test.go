@@ -228,7 +228,7 @@ func TestDryRunCache(t *testing.T) {
 		// The common results are one value, whatever the number of entries.
 		c.put("equal", "d", "l", "", diff.Result{Equal: true})
 		c.put("absent", "d", "l", "", diff.Result{})
-		if c.entries[digestOf("equal")].result != &resultEqual || c.entries[digestOf("absent")].result != &resultZero {
+		if c.entries[keyHash("equal")].result != &resultEqual || c.entries[keyHash("absent")].result != &resultZero {
 			t.Errorf("an equal or absent result was stored on its own")
 		}
 	})
