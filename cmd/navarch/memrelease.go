@@ -12,22 +12,30 @@ import (
 
 // The runtime/metrics samples releaseAtRest reads.
 const (
-	heapAllocs = "/gc/heap/allocs:bytes"               // allocated since the process started
-	heapLive   = "/gc/heap/live:bytes"                 // marked live by the last collection
-	heapFree   = "/memory/classes/heap/free:bytes"     // free heap pages still held from the OS
-	heapGone   = "/memory/classes/heap/released:bytes" // free heap pages returned to the OS
+	heapAllocs  = "/gc/heap/allocs:bytes"               // allocated since the process started
+	heapLive    = "/gc/heap/live:bytes"                 // marked live by the last collection
+	heapObjects = "/memory/classes/heap/objects:bytes"  // live objects and garbage not yet collected
+	heapFree    = "/memory/classes/heap/free:bytes"     // free heap pages still held from the OS
+	heapGone    = "/memory/classes/heap/released:bytes" // free heap pages returned to the OS
 )
 
 // heapSample is one reading of the heap's figures.
 type heapSample struct {
-	allocs, live, free, released uint64
+	allocs, live, objects, free, released uint64
 }
 
 func readHeap() heapSample {
-	s := []metrics.Sample{{Name: heapAllocs}, {Name: heapLive}, {Name: heapFree}, {Name: heapGone}}
+	s := []metrics.Sample{{Name: heapAllocs}, {Name: heapLive}, {Name: heapObjects}, {Name: heapFree}, {Name: heapGone}}
 	metrics.Read(s)
-	return heapSample{allocs: s[0].Value.Uint64(), live: s[1].Value.Uint64(), free: s[2].Value.Uint64(), released: s[3].Value.Uint64()}
+	return heapSample{
+		allocs: s[0].Value.Uint64(), live: s[1].Value.Uint64(), objects: s[2].Value.Uint64(),
+		free: s[3].Value.Uint64(), released: s[4].Value.Uint64(),
+	}
 }
+
+// reclaimable is what a release would return: the free heap still held from the operating
+// system, and what was allocated since the last collection (at rest, nearly all of it garbage).
+func (s heapSample) reclaimable() uint64 { return s.free + s.objects - min(s.live, s.objects) }
 
 // busy and quiet classify an interval by what the process allocated in it, against its live
 // heap: a sync or a new commit allocates many times the live heap in half a minute; an idle
@@ -72,11 +80,13 @@ func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration)
 	}
 }
 
-// restFree is the free heap a quiet interval may find still held from the operating system
-// without a release. At rest Go collects every few minutes, when the polls and probes have
-// allocated a quarter of the live heap, and keeps the pages it freed for the next allocations:
-// at 10,000 Applications 5–8 MB when the fleet benchmark read the RSS at rest.
-const restFree = 4 << 20
+// restReclaimable is what a quiet interval may find reclaimable (free heap and garbage) without
+// a release. At rest Go collects only when the polls and probes have allocated a quarter of the
+// live heap, and keeps the pages it freed until the next collection's end: at 10,000
+// Applications the fleet benchmark read 2–16 MB of free heap and 5–7 MB of garbage at rest. So
+// a quiet interval that finds more than this returns it: a collection every 30–60 seconds at
+// 10,000 Applications (about 0.1 CPU-second each), rarer in smaller fleets, which allocate less.
+const restReclaimable = 2 << 20
 
 // heapReleaser holds the reading before the current interval, and whether a busy interval has
 // come since the last release.
@@ -92,15 +102,15 @@ type heapReleaser struct {
 func (r *heapReleaser) start() { r.prev = r.read() }
 
 // check releases the free heap at the first quiet interval after a busy one, and at a quiet
-// interval that finds restFree or more of it (a collection and the return of every free page: a
-// fraction of a second of CPU once per burst of work, and at most once per interval at rest),
-// and reports whether it did.
+// interval that finds restReclaimable or more free heap and garbage (a collection and the return
+// of every free page: a fraction of a second of CPU once per burst of work, and at most once per
+// interval at rest), and reports whether it did.
 func (r *heapReleaser) check() bool {
 	now := r.read()
 	if busy(r.prev, now) {
 		r.worked = true
 	}
-	released := quiet(r.prev, now) && (r.worked || now.free >= restFree)
+	released := quiet(r.prev, now) && (r.worked || now.reclaimable() >= restReclaimable)
 	if released {
 		log := r.log // after a burst of work; at rest, every few minutes, in the debug log
 		if !r.worked {

@@ -9,38 +9,43 @@ import (
 )
 
 // The release waits for a quiet interval after a busy one, and does not repeat until the
-// next busy one, unless a quiet interval finds restFree or more free heap (a collection at
-// rest freed it): readings from a fleet of 120 MB of live heap.
+// next busy one, unless a quiet interval finds restReclaimable or more free heap and garbage (a
+// collection at rest freed pages, or the polls and probes left garbage): readings from a fleet
+// of 120 MB of live heap.
 func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	const mb = 1 << 20
-	var allocs, free uint64
+	const live = 120 * mb
+	var allocs, garbage, free uint64
 	releases := 0
 	r := heapReleaser{
-		read:    func() heapSample { return heapSample{allocs: allocs, live: 120 * mb, free: free} },
+		read:    func() heapSample { return heapSample{allocs: allocs, live: live, objects: live + garbage, free: free} },
 		release: func() { releases++ },
 		log:     logr.Discard(),
 	}
 	r.start()
 	for i, step := range []struct {
-		allocated, free uint64
-		wantRelease     bool
+		allocated, garbage, free uint64
+		wantRelease              bool
 	}{
-		{10 * mb, 1 * mb, false},    // idle since the start: nothing to give back
-		{2000 * mb, 30 * mb, false}, // a sync
-		{40 * mb, 20 * mb, false},   // its tail: neither busy nor quiet
-		{5 * mb, 20 * mb, true},     // at rest
-		{5 * mb, 0, false},          // still at rest: already released
-		{14 * mb, 3 * mb, false},    // a poll's quiet passes, and a little free heap
-		{10 * mb, 9 * mb, true},     // a collection at rest freed more than restFree
-		{900 * mb, 40 * mb, false},  // a commit
-		{40 * mb, 9 * mb, false},    // its tail: not quiet, however much is free
-		{1 * mb, 9 * mb, true},      // at rest again
+		{10 * mb, 1 * mb, 0, false},          // idle since the start: little to give back
+		{2000 * mb, 60 * mb, 30 * mb, false}, // a sync
+		{40 * mb, 20 * mb, 20 * mb, false},   // its tail: neither busy nor quiet
+		{5 * mb, 5 * mb, 20 * mb, true},      // at rest
+		{1 * mb, 1 * mb, 0, false},           // still at rest: already released
+		{14 * mb, 0, 1 * mb, false},          // a poll's quiet passes, collected, a little free heap
+		{1 * mb, 1 * mb, 5 * mb, true},       // a collection at rest freed more than restReclaimable
+		{1 * mb, 1 * mb, 0, false},           // released
+		{2 * mb, 3 * mb, 0, true},            // the garbage of probes and scrapes, more than restReclaimable
+		{900 * mb, 40 * mb, 40 * mb, false},  // a commit
+		{40 * mb, 30 * mb, 9 * mb, false},    // its tail: not quiet, however much is free
+		{1 * mb, 1 * mb, 9 * mb, true},       // at rest again
 	} {
 		allocs += step.allocated
-		free = step.free
+		garbage, free = step.garbage, step.free
 		before := releases
 		if got := r.check(); got != step.wantRelease || releases-before != map[bool]int{true: 1}[step.wantRelease] {
-			t.Errorf("interval %d (%d MiB allocated, %d MiB free): check = %v after %d releases, want %v", i, step.allocated/mb, step.free/mb, got, releases-before, step.wantRelease)
+			t.Errorf("interval %d (%d MiB allocated, %d MiB garbage, %d MiB free): check = %v after %d releases, want %v",
+				i, step.allocated/mb, step.garbage/mb, step.free/mb, got, releases-before, step.wantRelease)
 		}
 	}
 }

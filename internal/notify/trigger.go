@@ -47,16 +47,41 @@ func (t Trigger) Warning() bool {
 	return t == OutOfSync || t == Degraded || t == SyncFailed || t == RolloutHalted
 }
 
-// appState is what the Tracker remembers of an Application: only what transitions compare.
+// appState is what the Tracker remembers of an Application: only what transitions compare,
+// in 32 bytes (a fleet's every Application has one).
 type appState struct {
-	sync   navarchv1.SyncStatusCode
-	health navarchv1.HealthStatusCode
-	// operation identifies the last finished operation (operationKey), which ended in
-	// opPhase; 0 if there is none.
+	// operation identifies the last finished operation (operationKey), which succeeded or
+	// not; 0 if there is none.
 	operation uint64
-	opPhase   navarchv1.OperationPhase
 	// preview is the last head commit at which the preview was ready.
-	preview string
+	preview   string
+	succeeded bool
+	sync      mark // of status.sync.status, watching OutOfSync
+	health    mark // of status.health.status, watching Degraded
+}
+
+// mark is what transitions read of a sync or health status: whether it is empty (never
+// compared), Unknown, the one its trigger watches for, or another.
+type mark uint8
+
+const (
+	markNone mark = iota
+	markUnknown
+	markWatched
+	markOther
+)
+
+// markOf classifies status, whose trigger watches for watched.
+func markOf[S ~string](status, unknown, watched S) mark {
+	switch status {
+	case "":
+		return markNone
+	case unknown:
+		return markUnknown
+	case watched:
+		return markWatched
+	}
+	return markOther
 }
 
 // setState is what the Tracker remembers of an ApplicationSet.
@@ -142,10 +167,10 @@ func (t *Tracker) Forget(uid types.UID) {
 // known status stays, and a cluster that flaps does not send OutOfSync or Degraded again each
 // time it comes back; and a preview reports ready once per commit.
 func carry(prev, next appState) appState {
-	if next.sync == navarchv1.SyncStatusUnknown {
+	if next.sync == markUnknown {
 		next.sync = prev.sync
 	}
-	if next.health == navarchv1.HealthUnknown {
+	if next.health == markUnknown {
 		next.health = prev.health
 	}
 	if next.preview == "" {
@@ -156,14 +181,17 @@ func carry(prev, next appState) appState {
 
 func observeApp(app *navarchv1.Application) appState {
 	st := app.Status
-	s := appState{sync: st.Sync.Status, health: st.Health.Status}
+	s := appState{
+		sync:   markOf(st.Sync.Status, navarchv1.SyncStatusUnknown, navarchv1.SyncStatusOutOfSync),
+		health: markOf(st.Health.Status, navarchv1.HealthUnknown, navarchv1.HealthDegraded),
+	}
 	if op := st.OperationState; op != nil && finished(op.Phase) {
 		var finish time.Time
 		if op.FinishedAt != nil {
 			finish = op.FinishedAt.Time
 		}
 		s.operation = operationKey(op.StartedAt.Time, finish, op.Phase, op.ID)
-		s.opPhase = op.Phase
+		s.succeeded = op.Phase == navarchv1.OperationSucceeded
 	}
 	if sha := PreviewCommit(app); sha != "" && previewReadyAt(app, sha) {
 		s.preview = sha
@@ -206,14 +234,14 @@ func appTransitions(prev, next appState) []Trigger {
 	var out []Trigger
 	// An Application never compared before (empty status) is new: its first comparison is not
 	// drift, and its first health not a change.
-	if next.sync == navarchv1.SyncStatusOutOfSync && prev.sync != "" && prev.sync != navarchv1.SyncStatusOutOfSync {
+	if next.sync == markWatched && prev.sync != markNone && prev.sync != markWatched {
 		out = append(out, OutOfSync)
 	}
-	if next.health == navarchv1.HealthDegraded && prev.health != "" && prev.health != navarchv1.HealthDegraded {
+	if next.health == markWatched && prev.health != markNone && prev.health != markWatched {
 		out = append(out, Degraded)
 	}
 	if next.operation != 0 && next.operation != prev.operation {
-		if next.opPhase == navarchv1.OperationSucceeded {
+		if next.succeeded {
 			out = append(out, SyncSucceeded)
 		} else {
 			out = append(out, SyncFailed)

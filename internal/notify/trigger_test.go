@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -159,5 +160,12 @@ func TestTrackerRollouts(t *testing.T) {
 		if got := tr.ApplicationSet(s); got != nil {
 			t.Errorf("baseline Completed, state %d: %v, want nothing", i, got)
 		}
+	}
+}
+
+// The Tracker keeps 32 bytes of each of a fleet's Applications, besides its UID.
+func TestAppStateIsSmall(t *testing.T) {
+	if got := unsafe.Sizeof(appState{}); got > 32 {
+		t.Errorf("appState takes %d bytes, want 32 at most", got)
 	}
 }
