@@ -40,7 +40,7 @@ the kubeconfig like kubectl.`,
 			ctrl.SetLogger(logger)
 			setMemoryLimit(logger, cgroupMemoryMax)
 			setGCPercent()
-			go releaseAtRest(cmd.Context(), logger, 30*time.Second)
+			go releaseAtRest(cmd.Context(), logger, releaseInterval)
 			opts.Config, opts.Logger = cfg, logger
 			opts.MetricsInsecure = !metricsSecure
 			opts.DisableNotifications = !notifications

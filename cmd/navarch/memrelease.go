@@ -37,11 +37,22 @@ func readHeap() heapSample {
 // system, and what was allocated since the last collection (at rest, nearly all of it garbage).
 func (s heapSample) reclaimable() uint64 { return s.free + s.objects - min(s.live, s.objects) }
 
-// busy and quiet classify an interval by what the process allocated in it, against its live
-// heap: a sync or a new commit allocates many times the live heap in half a minute; an idle
-// fleet, its polls and probes, a small fraction of it.
-func busy(prev, now heapSample) bool  { return now.allocs-prev.allocs >= now.live/2 }
-func quiet(prev, now heapSample) bool { return now.allocs-prev.allocs < now.live/8 }
+// busy and quiet classify an interval of length d by what the process allocated in it,
+// against its live heap: a sync or a new commit allocates many times the live heap a minute
+// (busy: at least that once a minute); an idle fleet, its polls and probes, a small fraction of
+// it (quiet: less than a quarter of it a minute).
+func busy(prev, now heapSample, d time.Duration) bool {
+	return float64(now.allocs-prev.allocs) >= float64(now.live)*d.Minutes()
+}
+
+func quiet(prev, now heapSample, d time.Duration) bool {
+	return float64(now.allocs-prev.allocs) < float64(now.live)*d.Minutes()/4
+}
+
+// releaseInterval is how often the controller reads its heap to decide whether to release it:
+// the longest that free heap and garbage stay after a poll's passes have ended, before a release
+// returns them.
+const releaseInterval = 10 * time.Second
 
 // gcPercent is the collector's goal, unless GOGC is set. Go's default, 100, collects each time
 // the heap has grown by its live size; the controller collects at a quarter of that. Its heap
@@ -68,7 +79,7 @@ func setGCPercent() {
 func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: log}
+	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: log, interval: interval}
 	r.start()
 	for {
 		select {
@@ -84,18 +95,19 @@ func releaseAtRest(ctx context.Context, log logr.Logger, interval time.Duration)
 // a release. At rest Go collects only when the polls and probes have allocated a quarter of the
 // live heap, and keeps the pages it freed until the next collection's end: at 10,000
 // Applications the fleet benchmark read 2–16 MB of free heap and 5–7 MB of garbage at rest. So
-// a quiet interval that finds more than this returns it: a collection every 30–60 seconds at
-// 10,000 Applications (about 0.1 CPU-second each), rarer in smaller fleets, which allocate less.
+// a quiet interval that finds more than this returns it: about one collection a minute at 10,000
+// Applications (about 0.1 CPU-second each), rarer in smaller fleets, which allocate less.
 const restReclaimable = 2 << 20
 
 // heapReleaser holds the reading before the current interval, and whether a busy interval has
 // come since the last release.
 type heapReleaser struct {
-	read    func() heapSample
-	release func()
-	log     logr.Logger
-	prev    heapSample
-	worked  bool
+	read     func() heapSample
+	release  func()
+	log      logr.Logger
+	interval time.Duration // between checks
+	prev     heapSample
+	worked   bool
 }
 
 // start takes the first reading.
@@ -107,10 +119,10 @@ func (r *heapReleaser) start() { r.prev = r.read() }
 // interval at rest), and reports whether it did.
 func (r *heapReleaser) check() bool {
 	now := r.read()
-	if busy(r.prev, now) {
+	if busy(r.prev, now, r.interval) {
 		r.worked = true
 	}
-	released := quiet(r.prev, now) && (r.worked || now.reclaimable() >= restReclaimable)
+	released := quiet(r.prev, now, r.interval) && (r.worked || now.reclaimable() >= restReclaimable)
 	if released {
 		log := r.log // after a burst of work; at rest, every few minutes, in the debug log
 		if !r.worked {

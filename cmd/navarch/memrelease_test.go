@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -18,9 +19,10 @@ func TestTheReleaseFollowsEachBurstOfWork(t *testing.T) {
 	var allocs, garbage, free uint64
 	releases := 0
 	r := heapReleaser{
-		read:    func() heapSample { return heapSample{allocs: allocs, live: live, objects: live + garbage, free: free} },
-		release: func() { releases++ },
-		log:     logr.Discard(),
+		read:     func() heapSample { return heapSample{allocs: allocs, live: live, objects: live + garbage, free: free} },
+		release:  func() { releases++ },
+		log:      logr.Discard(),
+		interval: 30 * time.Second,
 	}
 	r.start()
 	for i, step := range []struct {
@@ -58,7 +60,7 @@ func TestAReleaseReturnsABurstsPages(t *testing.T) {
 	goal := debug.SetGCPercent(-1)
 	t.Cleanup(func() { debug.SetGCPercent(goal) })
 	runtime.GC()
-	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard()}
+	r := heapReleaser{read: readHeap, release: debug.FreeOSMemory, log: logr.Discard(), interval: releaseInterval}
 	r.start()
 
 	if n := allocate(128); n != 128 {

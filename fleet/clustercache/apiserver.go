@@ -218,9 +218,10 @@ func (a *apiserver) onEvent(o *cachedObject) {
 // decodes it again on each read, which costs microseconds and hands every caller its own copy.
 //
 // The names and the encoding share one block, which cachedObject points to with their
-// lengths (see packer.compact): two allocations an object, of 32 bytes and the block, rather
-// than six, which matters because the caches are written during a sync, among its garbage,
-// and a page with one live object in it cannot be returned to the system.
+// lengths (see packer.compact), and the watch's map holds the 32 bytes of cachedObject itself:
+// one allocation an object that outlives its event, the block, rather than six, which matters
+// because the caches are written during a sync, among its garbage, and a page with one live
+// object in it cannot be returned to the system.
 type cachedObject struct {
 	// data is the block: the encoding, then the parts (cachedPart), one after the other.
 	data   *byte

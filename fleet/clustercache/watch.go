@@ -26,8 +26,11 @@ type watch struct {
 	onEvent func(*cachedObject)
 	pack    packer // used by the reflector's goroutine only
 
-	mu      sync.RWMutex
-	objects map[objectKey]*cachedObject
+	mu sync.RWMutex
+	// objects holds the entries themselves, not pointers to them: an entry allocated on its
+	// own would be one more small object per managed object, made during a sync among its
+	// garbage, whose page it keeps in use at rest.
+	objects map[objectKey]cachedObject
 
 	synced     chan struct{} // closed once the first list is in
 	syncedOnce sync.Once
@@ -35,7 +38,7 @@ type watch struct {
 
 // startWatch starts watching the managed objects of gvr through resources until ctx ends.
 func startWatch(ctx context.Context, gvr schema.GroupVersionResource, resources dynamic.ResourceInterface, onEvent func(*cachedObject)) *watch {
-	w := &watch{onEvent: onEvent, objects: map[objectKey]*cachedObject{}, synced: make(chan struct{})}
+	w := &watch{onEvent: onEvent, objects: map[objectKey]cachedObject{}, synced: make(chan struct{})}
 	runReflector(ctx, gvr, resources, LabelManaged+"=true", w)
 	return w
 }
@@ -67,7 +70,7 @@ type objectKey struct{ namespace, name string }
 func (o *cachedObject) key() objectKey { return objectKey{o.namespace(), o.name()} }
 
 // get returns the cached object namespace/name, if any.
-func (w *watch) get(namespace, name string) (*cachedObject, bool) {
+func (w *watch) get(namespace, name string) (cachedObject, bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	o, ok := w.objects[objectKey{namespace, name}]
@@ -83,7 +86,7 @@ func (w *watch) Update(obj any) error {
 		return err
 	}
 	w.mu.Lock()
-	w.objects[o.key()] = o
+	w.objects[o.key()] = *o
 	w.mu.Unlock()
 	w.onEvent(o)
 	return nil
@@ -101,11 +104,13 @@ func (w *watch) Delete(obj any) error {
 	delete(w.objects, key)
 	w.mu.Unlock()
 	if !ok {
-		if o, err = w.compact(obj); err != nil {
+		c, err := w.compact(obj)
+		if err != nil {
 			return err
 		}
+		o = *c
 	}
-	w.onEvent(o)
+	w.onEvent(&o)
 	return nil
 }
 
@@ -113,13 +118,13 @@ func (w *watch) Delete(obj any) error {
 // and queues the Applications of the objects that changed, appeared or disappeared since the
 // last: a relist of an unchanged fleet queues nothing.
 func (w *watch) Replace(list []any, _ string) error {
-	objects := make(map[objectKey]*cachedObject, len(list))
+	objects := make(map[objectKey]cachedObject, len(list))
 	for _, obj := range list {
 		o, err := w.compact(obj)
 		if err != nil {
 			return err
 		}
-		objects[o.key()] = o
+		objects[o.key()] = *o
 	}
 	w.mu.Lock()
 	before := w.objects
@@ -127,12 +132,12 @@ func (w *watch) Replace(list []any, _ string) error {
 	w.mu.Unlock()
 	for key, o := range objects {
 		if old, ok := before[key]; !ok || old.resourceVersion() != o.resourceVersion() {
-			w.onEvent(o)
+			w.onEvent(&o)
 		}
 	}
 	for key, old := range before {
 		if _, ok := objects[key]; !ok {
-			w.onEvent(old)
+			w.onEvent(&old)
 		}
 	}
 	w.syncedOnce.Do(func() { close(w.synced) })

@@ -67,7 +67,7 @@ func TestWatchesOutliveTheRequestTimeout(t *testing.T) {
 // unchanged objects queues nothing.
 func TestAWatchQueuesTheApplicationsOfWhatChanged(t *testing.T) {
 	var queued []string
-	w := &watch{objects: map[objectKey]*cachedObject{}, synced: make(chan struct{}), onEvent: func(o *cachedObject) {
+	w := &watch{objects: map[objectKey]cachedObject{}, synced: make(chan struct{}), onEvent: func(o *cachedObject) {
 		queued = append(queued, o.app().Name+"@"+o.resourceVersion())
 	}}
 	object := func(name, rv string) *unstructured.Unstructured {
