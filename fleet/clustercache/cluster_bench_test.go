@@ -19,8 +19,8 @@ import (
 )
 
 // BenchmarkClusterOnItsOwnAPIServer measures what a Cluster that shares nothing with another
-// costs the controller at rest: its clients and connection, discovery, REST mapper, queue and
-// dispatcher, and the watches of the three kinds the fleet benchmark manages (ConfigMaps,
+// costs the controller at rest: its clients and connection, discovery, REST mapper and queue,
+// and the watches of the three kinds the fleet benchmark manages (ConfigMaps,
 // Services, Secrets), none of which holds an object yet. The fleet benchmark registers 20
 // Clusters on each of its 5 API servers with the same credentials, so they share all of this
 // but the queue; in a fleet of one Cluster per API server, each pays it. Here each of 20
