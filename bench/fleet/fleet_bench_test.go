@@ -73,7 +73,8 @@ func source(release string) map[string]string {
 // of the idle window), NAVARCH_BENCH_BARE_WRITERS (the bare loop's writers per apiserver).
 // NAVARCH_BENCH_KEEP=1 keeps the artifacts directory (cluster and controller logs).
 // NAVARCH_BENCH_PHASE_PROFILES=1 profiles the apiservers over the whole of each phase, in
-// 30-second pieces, instead of over 20 seconds of it.
+// 30-second pieces, instead of over 20 seconds of it. NAVARCH_BENCH_HEAP_PROFILE=1 has the
+// controller sample its heap, and saves its heap profile at rest.
 type benchConfig struct {
 	clusters, apps, apiservers    int
 	rest, settle, idle, cpuWindow time.Duration
@@ -399,7 +400,11 @@ func (f *fleet) measure(b *testing.B) {
 	navarchWork := syncUsed.Seconds() + (after.cpu - before.cpu).Seconds() - idle.clusterCores*took.Seconds()
 	b.Logf("the clusters' background: %.3f cores at rest, %.3f with the synced fleet idle; the work beyond it: bare %.0f CPU-s, navarch %.0f CPU-s (clusters and controller), %.0f %%",
 		restCores, idle.clusterCores, bareWork, navarchWork, 100*bareWork/navarchWork)
-	ctrl.profile(b, f.artifacts, "idle-heap.pprof", "heap", "?gc=1", "inuse_space")
+	if ctrl.heapSampled {
+		ctrl.profile(b, f.artifacts, "idle-heap.pprof", "heap", "?gc=1", "inuse_space")
+	} else {
+		b.Logf("no heap profile at rest: the controller samples its heap only with NAVARCH_BENCH_HEAP_PROFILE=1")
+	}
 	ctrl.profile(b, f.artifacts, "idle-cpu.pprof", "profile", "?seconds=30", "cpu")
 
 	// A commit that changes every Application, and its webhook delivery.
@@ -833,10 +838,12 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	out.heapMB = z.controller.value("go_memstats_heap_inuse_bytes") / (1 << 20)
 	mb := func(name string) float64 { return z.controller.value(name) / (1 << 20) }
 	b.Logf("memory at %d Applications and %d Clusters: RSS %.0f MB (budget ≤ 120 MB: anonymous %d MB, mapped files %d MB), peak RSS so far %d MB; "+
-		"Go heap in use %.0f MB, allocated %.0f MB, idle %.0f MB of which released %.0f MB, stacks %.0f MB, obtained from the OS %.0f MB; %.0f goroutines",
+		"Go heap in use %.0f MB, allocated %.0f MB, idle %.0f MB of which released %.0f MB, stacks %.0f MB, obtained from the OS %.0f MB; %.0f goroutines; "+
+		"the runtime's own: GC metadata %.1f MB, spans %.1f MB, profiling buckets %.1f MB, other %.1f MB",
 		f.cfg.apps, f.cfg.clusters, out.rssMB, z.proc.anonKB>>10, z.proc.fileKB>>10, z.proc.hwmKB>>10,
 		out.heapMB, mb("go_memstats_heap_alloc_bytes"), mb("go_memstats_heap_idle_bytes"), mb("go_memstats_heap_released_bytes"),
-		mb("go_memstats_stack_inuse_bytes"), mb("go_memstats_sys_bytes"), z.controller.value("go_goroutines"))
+		mb("go_memstats_stack_inuse_bytes"), mb("go_memstats_sys_bytes"), z.controller.value("go_goroutines"),
+		mb("go_memstats_gc_sys_bytes"), mb("go_memstats_mspan_inuse_bytes"), mb("go_memstats_buck_hash_sys_bytes"), mb("go_memstats_other_sys_bytes"))
 	return out
 }
 

@@ -43,8 +43,12 @@ type navarchProcess struct {
 	metricsURL string
 	webhookURL string
 	pprofURL   string
-	exited     chan struct{}
-	waitErr    error // set before exited is closed
+	// heapSampled is whether the controller samples its heap for the profile
+	// (NAVARCH_BENCH_HEAP_PROFILE=1); otherwise it runs with GODEBUG=memprofilerate=0, the
+	// memory of a controller that serves no profiles, the default.
+	heapSampled bool
+	exited      chan struct{}
+	waitErr     error // set before exited is closed
 }
 
 // buildNavarch builds cmd/navarch into dir and returns the binary's path.
@@ -75,6 +79,9 @@ func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProce
 		webhookURL: "http://" + webhookAddr + "/api/webhook",
 		pprofURL:   "http://" + pprofAddr + "/debug/pprof/",
 		exited:     make(chan struct{}),
+		// The controller samples allocations for the heap profile only when it serves
+		// profiles, which it does here for the CPU profiles.
+		heapSampled: os.Getenv("NAVARCH_BENCH_HEAP_PROFILE") != "",
 	}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
@@ -87,6 +94,13 @@ func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProce
 		"--pprof-bind-address", pprofAddr,
 		"--git-cache-dir", filepath.Join(artifacts, "git-cache"))
 	p.cmd.Args = append(p.cmd.Args, strings.Fields(os.Getenv("NAVARCH_BENCH_CONTROLLER_ARGS"))...)
+	if !p.heapSampled {
+		godebug := "memprofilerate=0"
+		if set := os.Getenv("GODEBUG"); set != "" {
+			godebug = set + "," + godebug
+		}
+		p.cmd.Env = append(os.Environ(), "GODEBUG="+godebug)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = controllerProcAttr()
 	if err := p.cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,7 @@ the kubeconfig like kubectl.`,
 			ctrl.SetLogger(logger)
 			setMemoryLimit(logger, cgroupMemoryMax)
 			setGCPercent()
+			sampleHeapOnlyWhenServed(opts.PprofAddr != "", os.Getenv("GODEBUG"))
 			go releaseAtRest(cmd.Context(), logger, releaseInterval)
 			opts.Config, opts.Logger = cfg, logger
 			opts.MetricsInsecure = !metricsSecure

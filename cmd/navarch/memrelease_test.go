@@ -90,3 +90,25 @@ func allocate(n int) int {
 	}
 	return len(chunks)
 }
+
+func TestTheHeapIsSampledOnlyWhenItsProfileIsServed(t *testing.T) {
+	rate := runtime.MemProfileRate
+	t.Cleanup(func() { runtime.MemProfileRate = rate })
+	for _, c := range []struct {
+		served  bool
+		godebug string
+		want    int
+	}{
+		{served: false, godebug: "", want: 0},
+		{served: false, godebug: "madvdontneed=1,gctrace=1", want: 0},
+		{served: false, godebug: "memprofilerateish=1", want: 0},
+		{served: true, godebug: "", want: 4096},
+		{served: false, godebug: "gctrace=1, memprofilerate=2048", want: 4096},
+	} {
+		runtime.MemProfileRate = 4096
+		sampleHeapOnlyWhenServed(c.served, c.godebug)
+		if runtime.MemProfileRate != c.want {
+			t.Errorf("served %v, GODEBUG %q: MemProfileRate %d, want %d", c.served, c.godebug, runtime.MemProfileRate, c.want)
+		}
+	}
+}
