@@ -3,6 +3,7 @@ package clustercache
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,4 +113,28 @@ func TestTheNamespaceCacheFollowsItsReflector(t *testing.T) {
 		t.Fatal(err)
 	}
 	has("c")
+
+	// Names are packed one after the other, and an update keeps the copy of a name known.
+	if err := n.Add(object("d")); err != nil {
+		t.Fatal(err)
+	}
+	key := func(name string) *byte {
+		for k := range n.names {
+			if k == name {
+				return unsafe.StringData(k)
+			}
+		}
+		t.Fatalf("no name %q in %v", name, n.names)
+		return nil
+	}
+	if c, d := key("c"), key("d"); unsafe.Add(unsafe.Pointer(c), 1) != unsafe.Pointer(d) {
+		t.Errorf("names c and d are not packed together")
+	}
+	d := key("d")
+	if err := n.Update(object("d")); err != nil {
+		t.Fatal(err)
+	}
+	if key("d") != d {
+		t.Errorf("an update of namespace d replaced the copy of its name")
+	}
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
+	"github.com/navarch-io/navarch/internal/compact"
 )
 
 // Each update of an Application reaches the manager's cache as a newly decoded object, with
@@ -22,19 +22,21 @@ import (
 // that otherwise hold garbage, each keeping its page in use. sharedNames gives every version of
 // an Application the copies of the version the cache holds, and an Application met for the
 // first time copies of its own, packed with other Applications' into blocks of their own.
-// Strings that repeat across Applications (namespaces, destinations) are internal/compact's.
+// The same goes for the destination namespace, often the Application's own (10,000 distinct
+// ones in the fleet benchmark, more than internal/compact's table keeps), and for the resource
+// version, new with each update, packed into blocks of their own, which die once the versions
+// in them are superseded. Strings that repeat across Applications (the namespace, destination
+// clusters) are internal/compact's.
 type sharedNames struct {
 	// cached is the Application informer's indexer, once known. Without it (a cache spread
 	// over several namespaces has one informer per namespace), Applications keep their own
 	// copies.
 	cached atomic.Pointer[toolscache.Indexer]
 
-	mu    sync.Mutex
-	block []byte // the block being filled: strings are appended, never changed
+	mu       sync.Mutex
+	names    compact.Strings // names, UIDs and destination namespaces, kept as long as their Application
+	versions compact.Strings // resource versions, superseded by the next update
 }
-
-// namesBlock is the size of sharedNames' blocks: about a hundred Applications' names and UIDs.
-const namesBlock = 4 << 10
 
 // useIndexer makes n share the strings of the Applications that idx holds.
 func (n *sharedNames) useIndexer(idx toolscache.Indexer) { n.cached.Store(&idx) }
@@ -52,8 +54,9 @@ func shareAppNames(ctx context.Context, c cache.Informers, names *sharedNames) e
 	return nil
 }
 
-// share gives app, just decoded and read by no one else yet, the name and UID of the version
-// of it that the cache holds, or packed copies of its own. It only reads the cache's object.
+// share gives app, just decoded and read by no one else yet, the name, UID and destination
+// namespace of the version of it that the cache holds, or packed copies of its own, and a packed
+// copy of its resource version. It only reads the cache's object.
 func (n *sharedNames) share(app *navarchv1.Application) {
 	if n == nil {
 		return
@@ -62,26 +65,25 @@ func (n *sharedNames) share(app *navarchv1.Application) {
 	if idx == nil || app.Name == "" {
 		return
 	}
+	var held *navarchv1.Application
 	if obj, ok, err := (*idx).GetByKey(app.Namespace + "/" + app.Name); err == nil && ok {
-		if held, _ := obj.(*navarchv1.Application); held != nil && held.UID == app.UID {
-			app.Name, app.UID = held.Name, held.UID
-			return
+		if h, _ := obj.(*navarchv1.Application); h != nil && h.UID == app.UID {
+			held = h
 		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	app.Name, app.UID = n.pack(app.Name), types.UID(n.pack(string(app.UID)))
-}
-
-// pack returns a copy of s in n's current block, starting a new block when it is full.
-func (n *sharedNames) pack(s string) string {
-	if s == "" {
-		return s
+	app.ResourceVersion = n.versions.Pack(app.ResourceVersion)
+	dest := &app.Spec.Destination.Namespace
+	if held == nil {
+		app.Name, app.UID = n.names.Pack(app.Name), types.UID(n.names.Pack(string(app.UID)))
+		*dest = n.names.Pack(*dest)
+		return
 	}
-	if len(n.block)+len(s) > cap(n.block) {
-		n.block = make([]byte, 0, max(namesBlock, len(s)))
+	app.Name, app.UID = held.Name, held.UID
+	if *dest == held.Spec.Destination.Namespace {
+		*dest = held.Spec.Destination.Namespace
+	} else {
+		*dest = n.names.Pack(*dest)
 	}
-	start := len(n.block)
-	n.block = append(n.block, s...)
-	return unsafe.String(&n.block[start], len(s))
 }

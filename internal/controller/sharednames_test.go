@@ -21,10 +21,15 @@ import (
 func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
 // decoded is an Application of namespace fleet-apps as a decoder makes it: strings of its own.
+// Its destination namespace is "to-" and its name.
 func decoded(name, uid string) *navarchv1.Application {
-	return &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "fleet-apps", Name: strings.Clone(name), UID: types.UID(strings.Clone(uid)),
-	}}
+	return &navarchv1.Application{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "fleet-apps", Name: strings.Clone(name), UID: types.UID(strings.Clone(uid)),
+			ResourceVersion: strings.Clone("1234"),
+		},
+		Spec: navarchv1.ApplicationSpec{Destination: navarchv1.ApplicationDestination{Namespace: "to-" + name}},
+	}
 }
 
 func TestSharedNamesAreTheCachedVersions(t *testing.T) {
@@ -42,9 +47,20 @@ func TestSharedNamesAreTheCachedVersions(t *testing.T) {
 	}
 
 	n.useIndexer(idx)
+	version := update.ResourceVersion
 	n.share(update)
-	if !sameBytes(update.Name, held.Name) || !sameBytes(string(update.UID), string(held.UID)) {
+	if !sameBytes(update.Name, held.Name) || !sameBytes(string(update.UID), string(held.UID)) ||
+		!sameBytes(update.Spec.Destination.Namespace, held.Spec.Destination.Namespace) {
 		t.Errorf("an update of a cached Application has strings of its own, not the cached version's")
+	}
+	if update.ResourceVersion != "1234" || sameBytes(update.ResourceVersion, version) {
+		t.Errorf("the resource version %q is not a packed copy of 1234", update.ResourceVersion)
+	}
+	moved := decoded("e1-c1", "u-1")
+	moved.Spec.Destination.Namespace = "elsewhere"
+	n.share(moved)
+	if moved.Spec.Destination.Namespace != "elsewhere" || !sameBytes(moved.Name, held.Name) {
+		t.Errorf("an update that changes the destination namespace reads %q", moved.Spec.Destination.Namespace)
 	}
 
 	recreated := decoded("e1-c1", "u-2")
@@ -56,9 +72,10 @@ func TestSharedNamesAreTheCachedVersions(t *testing.T) {
 		t.Errorf("a recreated Application (another UID) took the strings of the one it replaces")
 	}
 	// New Applications' strings are packed one after the other.
-	end := unsafe.Add(unsafe.Pointer(unsafe.StringData(string(first.UID))), len(first.UID))
-	if first.Name != "e2-c1" || first.UID != "u-3" || second.Name != "e3-c1" || unsafe.Pointer(unsafe.StringData(second.Name)) != end {
-		t.Errorf("new Applications' strings are not packed together: %q %q %q", first.Name, first.UID, second.Name)
+	dest := first.Spec.Destination.Namespace
+	end := unsafe.Add(unsafe.Pointer(unsafe.StringData(dest)), len(dest))
+	if first.Name != "e2-c1" || first.UID != "u-3" || dest != "to-e2-c1" || second.Name != "e3-c1" || unsafe.Pointer(unsafe.StringData(second.Name)) != end {
+		t.Errorf("new Applications' strings are not packed together: %q %q %q %q", first.Name, first.UID, dest, second.Name)
 	}
 
 	var none *sharedNames
@@ -66,8 +83,8 @@ func TestSharedNamesAreTheCachedVersions(t *testing.T) {
 }
 
 // TestTheCacheSharesNamesAcrossUpdates runs the manager's cache, as Run sets it up,
-// against the API server: a cached Application's name and UID, after an update, are the
-// bytes the cache held before it.
+// against the API server: a cached Application's name, UID and destination namespace, after an
+// update, are the bytes the cache held before it.
 func TestTheCacheSharesNamesAcrossUpdates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -116,7 +133,8 @@ func TestTheCacheSharesNamesAcrossUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := cachedAt(app.ResourceVersion)
-	if after.Labels["updated"] != "yes" || !sameBytes(after.Name, before.Name) || !sameBytes(string(after.UID), string(before.UID)) {
-		t.Errorf("the updated Application's name and UID are copies of their own, not the cached version's (labels %v)", after.Labels)
+	if after.Labels["updated"] != "yes" || !sameBytes(after.Name, before.Name) || !sameBytes(string(after.UID), string(before.UID)) ||
+		!sameBytes(after.Spec.Destination.Namespace, before.Spec.Destination.Namespace) {
+		t.Errorf("the updated Application's name, UID and destination namespace are copies of their own, not the cached version's (labels %v)", after.Labels)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -64,14 +65,62 @@ func (p *statusPacker) pack(app *navarchv1.Application) error {
 	if err != nil {
 		return fmt.Errorf("encode the status of %s/%s for the cache: %w", app.Namespace, app.Name, err)
 	}
-	fields := &metav1.FieldsV1{}
-	fields.SetRawBytes(p.ref.For(raw).Append(make([]byte, 0, len(raw)/4), raw)) // a copy of its length
+	var scratch [512]byte
+	app.ManagedFields = packedEntries(p.ref.For(raw).Append(scratch[:0], raw))
 	st.Conditions, st.Resources, st.History = nil, nil, nil
 	if lists.SyncResources != nil {
 		st.OperationState.SyncResult.Resources = nil
 	}
-	app.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: packedStatusManager, FieldsV1: fields}}
 	return nil
+}
+
+// packedStatus is one allocation holding what a cached Application keeps of its status lists:
+// the managedFields entry, its FieldsV1 and, when it fits in A (a byte array), the encoding.
+// Each update of an Application is decoded and packed anew, among the garbage of the work that
+// caused it, and the cache keeps the last: its allocations stay, each keeping a page of its size
+// class in use. One allocation instead of three (a 96-byte entry, a 24-byte FieldsV1, the
+// encoding) keeps fewer such pages; at 10,000 Applications the fleet benchmark's heap held
+// 10,000 of each of the first two in pages at most half full.
+type packedStatus[A any] struct {
+	entry  [1]metav1.ManagedFieldsEntry
+	fields metav1.FieldsV1
+	raw    A
+}
+
+// packedEntries returns the managedFields of a cached Application whose status lists are
+// encoded as enc, in one allocation of a size class it fills when enc fits in one of up to
+// 512 bytes (the array sizes make the whole 160, 192, 224, 256, 320, 384 or 512 bytes).
+func packedEntries(enc []byte) []metav1.ManagedFieldsEntry {
+	switch n := len(enc); {
+	case n <= 40:
+		return newPackedStatus[[40]byte](enc)
+	case n <= 72:
+		return newPackedStatus[[72]byte](enc)
+	case n <= 104:
+		return newPackedStatus[[104]byte](enc)
+	case n <= 136:
+		return newPackedStatus[[136]byte](enc)
+	case n <= 200:
+		return newPackedStatus[[200]byte](enc)
+	case n <= 264:
+		return newPackedStatus[[264]byte](enc)
+	case n <= 392:
+		return newPackedStatus[[392]byte](enc)
+	default:
+		return newPackedStatus[[0]byte](enc) // the encoding in an allocation of its own
+	}
+}
+
+func newPackedStatus[A any](enc []byte) []metav1.ManagedFieldsEntry {
+	p := new(packedStatus[A])
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&p.raw)), unsafe.Sizeof(p.raw))
+	if len(enc) > len(raw) {
+		raw = make([]byte, len(enc))
+	}
+	n := copy(raw, enc)
+	p.fields.Raw = raw[:n:n] //nolint:staticcheck // SetRawBytes would copy the encoding out of this allocation
+	p.entry[0] = metav1.ManagedFieldsEntry{Manager: packedStatusManager, FieldsV1: &p.fields}
+	return p.entry[:]
 }
 
 // unpack gives app, a copy of a cached Application, its status lists back and drops their

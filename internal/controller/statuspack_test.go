@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,5 +256,36 @@ func BenchmarkCachedApplication(b *testing.B) {
 			b.ReportMetric(transform, "transform-ns/app")
 			b.ReportMetric(unpack, "unpack-ns/app")
 		})
+	}
+}
+
+func TestPackedStatusIsOneAllocationFillingItsSizeClass(t *testing.T) {
+	sizes := map[string]uintptr{
+		"40": unsafe.Sizeof(packedStatus[[40]byte]{}), "72": unsafe.Sizeof(packedStatus[[72]byte]{}),
+		"104": unsafe.Sizeof(packedStatus[[104]byte]{}), "136": unsafe.Sizeof(packedStatus[[136]byte]{}),
+		"200": unsafe.Sizeof(packedStatus[[200]byte]{}), "264": unsafe.Sizeof(packedStatus[[264]byte]{}),
+		"392": unsafe.Sizeof(packedStatus[[392]byte]{}),
+	}
+	want := map[string]uintptr{"40": 160, "72": 192, "104": 224, "136": 256, "200": 320, "264": 384, "392": 512}
+	for k, w := range want {
+		if sizes[k] != w {
+			t.Errorf("packedStatus[[%s]byte] is %d bytes, want %d (a size class it fills)", k, sizes[k], w)
+		}
+	}
+	for _, n := range []int{1, 40, 41, 104, 105, 392, 393, 2000} {
+		enc := []byte(strings.Repeat("x", n-1) + "y")
+		entries := packedEntries(enc)
+		app := &navarchv1.Application{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries}}
+		if got := packedLists(app); string(got) != string(enc) || cap(got) != n {
+			t.Errorf("an encoding of %d bytes reads back as %d bytes (capacity %d)", n, len(got), cap(got))
+		}
+		allocs := testing.AllocsPerRun(10, func() { packedEntries(enc) })
+		want := 1.0
+		if n > 392 {
+			want = 2 // the encoding apart
+		}
+		if allocs != want {
+			t.Errorf("packing an encoding of %d bytes took %.0f allocations, want %.0f", n, allocs, want)
+		}
 	}
 }
