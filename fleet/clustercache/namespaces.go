@@ -3,6 +3,7 @@ package clustercache
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -11,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/navarch-io/navarch/internal/compact"
 )
 
 var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -24,14 +23,18 @@ var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "n
 // it may lag the API server by a watch event; the engine asks the API server itself before it
 // refuses a sync over a missing namespace.
 //
-// The names are packed (internal/compact.Strings), and a name already known keeps its copy: a
-// namespace's name, decoded from a watch event among the garbage of a sync, would otherwise keep
-// a page of small objects in use (10,000 names per API server after the fleet benchmark's sync,
-// and as many of the bare loop's).
+// It keeps a 64-bit hash of each name, not the name: 8 bytes a namespace in place of a string's
+// 16 and its bytes, which were decoded from a watch event among the garbage of a sync and kept a
+// page of small objects in use (20,000 namespaces on each API server of the fleet benchmark, the
+// bare loop's and navarch's, 100,000 in all). Two names sharing a hash (below one chance in
+// 10¹⁰ among 20,000 names) make a missing namespace look present, and the dry run that follows
+// finds it missing, as it would a namespace deleted a moment before; or, once one of the two is
+// deleted, a present one look missing, and the engine asks the API server before it refuses a
+// sync over it.
 type namespaces struct {
-	mu     sync.RWMutex
-	names  map[string]struct{}
-	packed compact.Strings // the names' bytes
+	mu    sync.RWMutex
+	seed  maphash.Seed
+	names map[uint64]struct{} // by nameHash
 
 	synced     chan struct{} // closed once the first list is in
 	syncedOnce sync.Once
@@ -61,9 +64,11 @@ func (r *Remote) NamespaceExists(name string) (exists, known bool) {
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	_, exists = n.names[name]
+	_, exists = n.names[n.nameHash(name)]
 	return exists, true
 }
+
+func (n *namespaces) nameHash(name string) uint64 { return maphash.String(n.seed, name) }
 
 // namespaceCache returns the apiserver's namespace watch, starting it on first use once a
 // list of one namespace shows the identity may list them. Until then, and for a while after
@@ -100,9 +105,13 @@ func (a *apiserver) probeNamespaces() {
 
 // startNamespaces starts the reflector of all namespaces of a, which runs until ctx ends.
 func startNamespaces(ctx context.Context, a *apiserver) *namespaces {
-	n := &namespaces{names: map[string]struct{}{}, synced: make(chan struct{})}
+	n := newNamespaces()
 	runReflector(ctx, namespacesResource, a.streams.Resource(namespacesResource), "", n)
 	return n
+}
+
+func newNamespaces() *namespaces {
+	return &namespaces{seed: maphash.MakeSeed(), names: map[uint64]struct{}{}, synced: make(chan struct{})}
 }
 
 // namespaceName is a namespace as the cache keeps it, during a streamed list too.
@@ -135,28 +144,25 @@ func (n *namespaces) set(obj any, exists bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if exists {
-		if _, known := n.names[string(name)]; !known {
-			n.names[n.packed.Pack(string(name))] = struct{}{}
-		}
+		n.names[n.nameHash(string(name))] = struct{}{}
 	} else {
-		delete(n.names, string(name))
+		delete(n.names, n.nameHash(string(name)))
 	}
 	return nil
 }
 
 // Replace takes a whole list: the first one, or a relist.
 func (n *namespaces) Replace(list []any, _ string) error {
-	names := make(map[string]struct{}, len(list))
-	var packed compact.Strings
+	names := make(map[uint64]struct{}, len(list))
 	for _, obj := range list {
 		name, err := nameOf(obj)
 		if err != nil {
 			return err
 		}
-		names[packed.Pack(string(name))] = struct{}{}
+		names[n.nameHash(string(name))] = struct{}{}
 	}
 	n.mu.Lock()
-	n.names, n.packed = names, packed
+	n.names = names
 	n.mu.Unlock()
 	n.syncedOnce.Do(func() { close(n.synced) })
 	return nil
