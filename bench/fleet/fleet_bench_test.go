@@ -403,7 +403,7 @@ func (f *fleet) measure(b *testing.B) {
 	if ctrl.heapSampled {
 		ctrl.profile(b, f.artifacts, "idle-heap.pprof", "heap", "?gc=1", "inuse_space")
 	} else {
-		b.Logf("no heap profile at rest: the controller samples its heap only with NAVARCH_BENCH_HEAP_PROFILE=1")
+		b.Logf("no heap profile at rest: the controller samples its heap only with NAVARCH_BENCH_HEAP_PROFILE=1 or GODEBUG=memprofilerate=N")
 	}
 	ctrl.profile(b, f.artifacts, "idle-cpu.pprof", "profile", "?seconds=30", "cpu")
 

@@ -44,8 +44,9 @@ type navarchProcess struct {
 	webhookURL string
 	pprofURL   string
 	// heapSampled is whether the controller samples its heap for the profile
-	// (NAVARCH_BENCH_HEAP_PROFILE=1); otherwise it runs with GODEBUG=memprofilerate=0, the
-	// memory of a controller that serves no profiles, the default.
+	// (NAVARCH_BENCH_HEAP_PROFILE=1, or a GODEBUG that sets memprofilerate); otherwise it runs
+	// with GODEBUG=memprofilerate=0, the memory of a controller that serves no profiles, the
+	// default.
 	heapSampled bool
 	exited      chan struct{}
 	waitErr     error // set before exited is closed
@@ -81,7 +82,7 @@ func startNavarch(b *testing.B, bin, kubeconfig, artifacts string) *navarchProce
 		exited:     make(chan struct{}),
 		// The controller samples allocations for the heap profile only when it serves
 		// profiles, which it does here for the CPU profiles.
-		heapSampled: os.Getenv("NAVARCH_BENCH_HEAP_PROFILE") != "",
+		heapSampled: os.Getenv("NAVARCH_BENCH_HEAP_PROFILE") != "" || strings.Contains(os.Getenv("GODEBUG"), "memprofilerate="),
 	}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {

@@ -75,10 +75,10 @@ func setGCPercent() {
 }
 
 // sampleHeapOnlyWhenServed turns off the sampling of allocations for Go's heap profile unless
-// the profile is served (--pprof-bind-address) or godebug (GODEBUG) sets memprofilerate. Go samples an
-// allocation every 512 KB on average whether or not anyone reads the profile, and keeps a record
-// per sampled call stack for the life of the process: at 10,000 Applications, 2,563 stacks and a
-// 1.4 MB table to find them, about 2.4 MB no one reads.
+// the profile is served (--pprof-bind-address) or godebug (GODEBUG) sets memprofilerate. Go
+// samples an allocation every 512 KB on average whether or not anyone reads the profile, and
+// keeps a record per sampled call stack for the life of the process: at 10,000 Applications,
+// 2,563 stacks and a 1.4 MB table to find them, about 2.4 MB no one reads.
 func sampleHeapOnlyWhenServed(served bool, godebug string) {
 	if served || godebugSets(godebug, "memprofilerate") {
 		return
