@@ -91,24 +91,29 @@ type packedStatus[A any] struct {
 // encoded as enc, in one allocation of a size class it fills when enc fits in one of up to
 // 512 bytes (the array sizes make the whole 160, 192, 224, 256, 320, 384 or 512 bytes).
 func packedEntries(enc []byte) []metav1.ManagedFieldsEntry {
-	switch n := len(enc); {
-	case n <= 40:
-		return newPackedStatus[[40]byte](enc)
-	case n <= 72:
-		return newPackedStatus[[72]byte](enc)
-	case n <= 104:
-		return newPackedStatus[[104]byte](enc)
-	case n <= 136:
-		return newPackedStatus[[136]byte](enc)
-	case n <= 200:
-		return newPackedStatus[[200]byte](enc)
-	case n <= 264:
-		return newPackedStatus[[264]byte](enc)
-	case n <= 392:
-		return newPackedStatus[[392]byte](enc)
-	default:
-		return newPackedStatus[[0]byte](enc) // the encoding in an allocation of its own
+	for _, p := range statusPackers {
+		if len(enc) <= p.room {
+			return p.pack(enc)
+		}
 	}
+	return newPackedStatus[[0]byte](enc) // the encoding in an allocation of its own
+}
+
+// sizedPacker packs into a packedStatus[A] whose array has room bytes.
+type sizedPacker struct {
+	room int
+	pack func(enc []byte) []metav1.ManagedFieldsEntry
+}
+
+func packerOf[A any]() sizedPacker {
+	var a A
+	return sizedPacker{room: int(unsafe.Sizeof(a)), pack: newPackedStatus[A]}
+}
+
+// statusPackers, smallest first.
+var statusPackers = []sizedPacker{
+	packerOf[[40]byte](), packerOf[[72]byte](), packerOf[[104]byte](), packerOf[[136]byte](),
+	packerOf[[200]byte](), packerOf[[264]byte](), packerOf[[392]byte](),
 }
 
 func newPackedStatus[A any](enc []byte) []metav1.ManagedFieldsEntry {
