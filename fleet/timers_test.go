@@ -247,6 +247,51 @@ spec:
 	if err := west.Get(ctx, key, cm); err != nil || cm.Data["greeting"] != "two" {
 		t.Errorf("after the new commit the ConfigMap is %v (%v), want greeting two", cm.Data, err)
 	}
+
+	// A kustomize overlay whose base is another repository's branch: when the base moves, the
+	// overlay's commit does not, but the next poll's pass renders other objects and compares
+	// them, rather than ending as quiet on the commit it saw before: the Application is
+	// OutOfSync at the same revision (automated sync does not sync a revision again; selfHeal
+	// would).
+	baseRepo := testenv.Name(t) + "-base"
+	baseDir := t.TempDir()
+	writeFiles(t, baseDir, map[string]string{
+		"web/kustomization.yaml": "resources: [settings.yaml]\n",
+		"web/settings.yaml":      configMap("base-settings", "one"),
+	})
+	if _, err := git.CreateRepo(baseRepo, baseDir); err != nil {
+		t.Fatal(err)
+	}
+	push(t, "overlay", map[string]string{"overlay/kustomization.yaml": "resources:\n- " + git.RepoURL(baseRepo) + "//web?ref=main\n"})
+	overlay := createApp(t, ns, fmt.Sprintf(`
+metadata: {name: overlay}
+spec:
+  source: {repoURL: %s, targetRevision: main, path: overlay}
+  destination: {name: %s, namespace: %s-overlay}
+  syncPolicy:
+    automated: {}
+    syncOptions: [CreateNamespace=true]
+`, git.RepoURL(testenv.Name(t)), cluster, target))
+	synced := waitForApp(t, overlay, "the overlay Synced and Healthy", syncedAndHealthy)
+	quiet = quietPasses(t, cluster)
+	testenv.Eventually(t, "quiet passes of both Applications", func() string {
+		if got := quietPasses(t, cluster); got < quiet+4 {
+			return fmt.Sprintf("navarch_quiet_passes_total of the Cluster went from %v to %v", quiet, got)
+		}
+		return ""
+	})
+	if _, err := git.Update(baseRepo, "base two", func(dir string) error {
+		writeFile(t, dir, "web/settings.yaml", configMap("base-settings", "two"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitForApp(t, overlay, "the overlay OutOfSync after its base moved", func(a *navarchv1.Application) bool {
+		return a.Status.Sync.Status == navarchv1.SyncStatusOutOfSync
+	})
+	if a := getApp(t, overlay); a.Status.Sync.Revision != synced.Status.Sync.Revision {
+		t.Errorf("the overlay's revision went from %s to %s; only its base moved", synced.Status.Sync.Revision, a.Status.Sync.Revision)
+	}
 }
 
 // An automated sync records its result in one status write: no version of the Application

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -20,3 +22,15 @@ var quietPassCount = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"cluster"})
 
 func init() { metrics.Registry.MustRegister(dryRuns, quietPassCount) }
+
+// quietPassSeries is the series of quietPassCount of each cluster, looked up once: a quiet pass
+// is one per Application and poll, and each lookup by label values costs an allocation.
+var quietPassSeries sync.Map // cluster name → prometheus.Counter
+
+func quietPassCounter(cluster string) prometheus.Counter {
+	if c, ok := quietPassSeries.Load(cluster); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := quietPassSeries.LoadOrStore(cluster, quietPassCount.WithLabelValues(cluster))
+	return c.(prometheus.Counter)
+}

@@ -16,10 +16,11 @@ import (
 // A quiet pass found its Application Synced and Healthy with nothing to do and nothing to
 // wait for but the next Git poll. The passes that only that poll's timer asks for are most of
 // an idle fleet's work: when such a pass finds the same Application (resourceVersion), the
-// same commit, Project and cluster connection, and no event of its objects nor any other
-// request since the quiet one, it has nothing to compare: it ends at once, changing nothing.
-// Anything else (an event, a refresh, a webhook, a Cluster or Project change, a new commit)
-// makes a full pass.
+// same commit, rendered from the same remote bases and chart dependencies, the same Project
+// and cluster connection, and no event of its objects nor any other request since the quiet
+// one, it has nothing to compare: it ends at once, changing nothing. Anything else (an event,
+// a refresh, a webhook, a Cluster or Project change, a new commit, a remote base's branch or a
+// chart dependency's range that moved) makes a full pass.
 
 // Settled tells the engine that the caller wrote what the pass that returned res produced
 // (or that there was nothing to write): if that pass had nothing to do, the passes its timer
@@ -39,7 +40,8 @@ func (e *Engine) Settled(app types.NamespacedName, res Result) {
 func (e *Engine) QuietAgain(ctx context.Context, app *navarchv1.Application, dest *clustercache.Remote) (time.Duration, bool) {
 	key := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
 	pass := passOf(key, app, dest)
-	if !e.quiet.may(key, pass) {
+	last, ok := e.quiet.may(key, pass)
+	if !ok {
 		return 0, false // no need to look up the commit: something else changed
 	}
 	remote := clusterOf(dest)
@@ -47,15 +49,37 @@ func (e *Engine) QuietAgain(ctx context.Context, app *navarchv1.Application, des
 	if err != nil {
 		return 0, false
 	}
-	manifests, err := e.fetch(ctx, app, remote, pol, nil, nil, false)
-	if err != nil {
-		return 0, false
+	var seen source.Manifests
+	if last.dependencies == "" {
+		// The rendering read nothing beyond the sources: their revisions tell whether it would
+		// be another, without reading the renderings' cache.
+		if seen.Commit, seen.NextPoll, err = e.revision(ctx, app); err != nil {
+			return 0, false
+		}
+	} else {
+		manifests, err := e.fetch(ctx, app, remote, pol, nil, nil, false)
+		if err != nil {
+			return 0, false
+		}
+		seen = *manifests
 	}
-	pass.saw(manifests, pol)
+	pass.saw(&seen, pol)
 	if !e.stillQuiet(key, pass) {
 		return 0, false
 	}
-	return manifests.NextPoll, true
+	return seen.NextPoll, true
+}
+
+// revision is the revision of app's sources, and how long until the next poll (see
+// source.Fetcher.Revision).
+func (e *Engine) revision(ctx context.Context, app *navarchv1.Application) (string, time.Duration, error) {
+	sources := app.Spec.Sources
+	var one [1]navarchv1.ApplicationSource
+	if len(sources) == 0 {
+		one[0] = app.Spec.Source
+		sources = one[:]
+	}
+	return e.opts.Source.Revision(ctx, source.Request{Sources: sources})
 }
 
 // stillQuiet says whether app's last pass was quiet and saw what p saw, counting the pass as
@@ -64,7 +88,7 @@ func (e *Engine) stillQuiet(app types.NamespacedName, p quietPass) bool {
 	if !e.quiet.same(app, p) {
 		return false
 	}
-	quietPassCount.WithLabelValues(p.remote.Name).Inc()
+	quietPassCounter(p.remote.Name).Inc()
 	return true
 }
 
@@ -73,6 +97,7 @@ type quietPass struct {
 	uid             types.UID
 	resourceVersion string
 	commit          string
+	dependencies    string // source.Manifests.Dependencies: remote bases and charts moved
 	remote          *clustercache.Remote
 	asked           uint64
 	policy          *project.Policy
@@ -84,9 +109,11 @@ func passOf(key types.NamespacedName, app *navarchv1.Application, dest *clusterc
 	return quietPass{uid: app.UID, resourceVersion: app.ResourceVersion, remote: dest, asked: dest.Asked(key)}
 }
 
-// saw completes the record with the commit of the pass's sources and its Project's policy.
+// saw completes the record with the commit of the pass's sources, what their rendering read
+// beyond them (a remote base's branch that moved renders other objects from the same commit),
+// and its Project's policy.
 func (p *quietPass) saw(m *source.Manifests, pol *policy) {
-	p.commit = m.Commit
+	p.commit, p.dependencies = m.Commit, m.Dependencies
 	if pol != nil {
 		p.policy = pol.Policy
 	}
@@ -111,14 +138,14 @@ func (q *quietPasses) same(app types.NamespacedName, p quietPass) bool {
 	return false
 }
 
-// may reports whether app's last pass was quiet and saw what p sees so far (p's commit and
-// policy aside), leaving the record for same.
-func (q *quietPasses) may(app types.NamespacedName, p quietPass) bool {
+// may reports whether app's last pass was quiet and saw what p sees so far (p's commit,
+// dependencies and policy aside), leaving the record for same, and returns that record.
+func (q *quietPasses) may(app types.NamespacedName, p quietPass) (quietPass, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	last, ok := q.m[app]
-	p.commit, p.policy = last.commit, last.policy
-	return ok && last == p
+	p.commit, p.dependencies, p.policy = last.commit, last.dependencies, last.policy
+	return last, ok && last == p
 }
 
 // set records p as app's last quiet pass, or forgets it when the pass was not quiet.

@@ -34,6 +34,7 @@ func TestDependencyRangesFollowTheirRepository(t *testing.T) {
 		"charts/app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n",
 	})
 	src := navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL(repoName), Path: "charts/app", TargetRevision: "main"}
+	var dependencies []string // each fetch's Manifests.Dependencies
 	fetch := func(refresh bool) []string {
 		t.Helper()
 		m, err := fx.fetcher.FetchSources(context.Background(), Request{Sources: []navarchv1.ApplicationSource{src}, Refresh: refresh,
@@ -41,6 +42,7 @@ func TestDependencyRangesFollowTheirRepository(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		dependencies = append(dependencies, m.Dependencies)
 		return summary(m.Objects)
 	}
 	want := func(version string) []string { return []string{"ConfigMap lib version=" + version, "ConfigMap app"} }
@@ -54,6 +56,10 @@ func TestDependencyRangesFollowTheirRepository(t *testing.T) {
 	lib("2.0.0") // outside the range
 	if got := fetch(true); !slices.Equal(got, want("1.1.0")) {
 		t.Errorf("after lib 2.0.0 was published: objects %q, want %q", got, want("1.1.0"))
+	}
+	// The same commit rendered lib 1.0.0, then 1.1.0 twice: Dependencies tell them apart.
+	if d := dependencies; d[0] == "" || d[1] == d[0] || d[2] != d[1] {
+		t.Errorf("Dependencies of the three fetches: %q; want set, the second different from the first, the third the second's", d)
 	}
 }
 

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -137,6 +138,13 @@ func TestUnchangedChartSourcesRenderNothing(t *testing.T) {
 	}
 	if s := renderer.Stats(); s.Rendered != uint64(len(apps)) || s.Failed != 0 {
 		t.Fatalf("first pass: renderer stats %+v, want %d rendered and none failed", s, len(apps))
+	}
+	// A chart source's revision is its chart's version, which Revision gives without rendering.
+	if rev, _, err := fetcher.Revision(context.Background(), apps[0]); err != nil || rev != benchChartVersion {
+		t.Errorf("Revision of a chart source = %q, %v; want %q", rev, err, benchChartVersion)
+	}
+	if s := renderer.Stats(); s.Rendered != uint64(len(apps)) {
+		t.Errorf("Revision rendered: renderer stats %+v", s)
 	}
 
 	before := renderer.Stats()

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,8 @@ type rendering struct {
 	remotes  map[resolveKey]string  // (repository, ref) → commit
 	charts   map[chartLookup]string // chart constraints resolved while rendering → version
 	reached  []string               // the repositories read beyond the sources
+	// dependencies identifies remotes and charts (see Manifests.Dependencies).
+	dependencies string
 }
 
 // Manifests are the rendered objects of an Application's sources at their revisions.
@@ -110,6 +113,11 @@ type Manifests struct {
 	Objects []*unstructured.Unstructured
 	// NextPoll is how long until the revisions should be resolved again.
 	NextPoll time.Duration
+	// Dependencies identifies what rendering read beyond the sources at their revisions: the
+	// commits of remote kustomize bases and the versions of chart dependencies it resolved
+	// ("" when none). Two fetches of the same request with the same Commit and Dependencies
+	// rendered the same objects; a remote base's branch that moved changes Dependencies only.
+	Dependencies string
 }
 
 // Request is what to fetch: an Application's sources, at revisions, for a destination.
@@ -197,11 +205,50 @@ func (f *Fetcher) Fetch(ctx context.Context, src navarchv1.ApplicationSource, re
 	return f.FetchSources(ctx, Request{Sources: []navarchv1.ApplicationSource{src}, Revisions: []string{revision}, Refresh: refresh})
 }
 
+// Revision returns what FetchSources would give as Manifests.Commit and NextPoll for req,
+// without rendering nor reading the renderings' cache: the revision of each source, from what
+// the Fetcher resolved within the poll interval, or else from Git or the chart repository.
+// A pass that found nothing to do asks only this of an unchanged Application whose rendering
+// read nothing beyond its sources (Manifests.Dependencies is ""). Its errors are
+// FetchSources', without the name of the source among several.
+func (f *Fetcher) Revision(ctx context.Context, req Request) (string, time.Duration, error) {
+	if len(req.Sources) == 0 {
+		return "", 0, errors.New("no source: set spec.source or spec.sources")
+	}
+	next := f.pollInterval
+	revisions := make([]string, 0, 1)
+	for i := range req.Sources {
+		src, revision := &req.Sources[i], req.Sources[i].TargetRevision
+		if i < len(req.Revisions) && req.Revisions[i] != "" {
+			revision = req.Revisions[i]
+		}
+		if src.Chart != "" {
+			if f.charts == nil {
+				return "", 0, fmt.Errorf("chart %q: Helm repositories are not configured", src.Chart)
+			}
+			version, err := f.charts.Resolve(ctx, src.RepoURL, src.Chart, revision, req.Refresh)
+			if err != nil {
+				return "", 0, err
+			}
+			revisions = append(revisions, version)
+			continue
+		}
+		commit, poll, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
+		if err != nil {
+			return "", 0, err
+		}
+		revisions, next = append(revisions, commit), min(next, poll)
+	}
+	if len(revisions) == 1 {
+		return revisions[0], next, nil
+	}
+	return JoinRevisions(revisions), next, nil
+}
+
 // fetched is one source resolved: its revision, and its snapshot (Git sources).
 type fetched struct {
 	src      navarchv1.ApplicationSource
 	revision string
-	creds    *gitrepo.Credentials
 	snap     gitrepo.Snapshot
 }
 
@@ -251,15 +298,15 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 			all[i].revision = version
 			continue
 		}
-		commit, poll, creds, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
+		commit, poll, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
 		if err != nil {
 			return nil, fmt.Errorf("%s%w", name(i), err)
 		}
 		nextPoll = min(nextPoll, poll)
-		all[i].revision, all[i].creds = commit, creds
+		all[i].revision = commit
 		if src.Ref != "" {
 			// Value files of other sources read this snapshot.
-			snap, err := f.git.Snapshot(ctx, src.RepoURL, commit, creds)
+			snap, err := f.snapshot(ctx, src.RepoURL, commit)
 			if err != nil {
 				return nil, fmt.Errorf("%s%w", name(i), err)
 			}
@@ -286,7 +333,7 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 				return nil, err
 			}
 		}
-		m.Objects = r.objects
+		m.Objects, m.Dependencies = r.objects, r.dependencies
 		return m, nil
 	}
 	lookups := &chartLookups{refresh: req.Refresh, allow: req.allow}
@@ -327,7 +374,7 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 		} else {
 			snap := s.snap
 			if snap == nil {
-				if snap, err = f.git.Snapshot(ctx, s.src.RepoURL, s.revision, s.creds); err != nil {
+				if snap, err = f.snapshot(ctx, s.src.RepoURL, s.revision); err != nil {
 					return nil, fmt.Errorf("%s%w", name(i), err)
 				}
 			}
@@ -347,6 +394,7 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 	})
 	r.charts = lookups.seen
 	r.reached = lookups.reachedRepositories(r.remotes)
+	r.dependencies = dependenciesOf(r.remotes, r.charts)
 	if usedHelm.Load() {
 		// Helm's output depends on the release and the cluster: remember it under a key
 		// that says which, and that this rendering needs one.
@@ -360,8 +408,27 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 	} else {
 		f.rendered.Add(key, r)
 	}
-	m.Objects = r.objects
+	m.Objects, m.Dependencies = r.objects, r.dependencies
 	return m, nil
+}
+
+// dependenciesOf is Manifests.Dependencies of a rendering that read remotes (remote bases
+// at their commits) and charts (constraints and the versions they resolved to): a digest of
+// them in a stable order, or "" for none.
+func dependenciesOf(remotes map[resolveKey]string, charts map[chartLookup]string) string {
+	if len(remotes) == 0 && len(charts) == 0 {
+		return ""
+	}
+	var lines []string
+	for k, commit := range remotes {
+		lines = append(lines, strings.Join([]string{"remote", k.url, k.revision, commit}, "\x00"))
+	}
+	for l, version := range charts {
+		lines = append(lines, strings.Join([]string{"chart", l.repoURL, l.chart, l.constraint, version}, "\x00"))
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])
 }
 
 // cached returns the remembered rendering of key (or, for a rendering that ran Helm, of
@@ -426,11 +493,11 @@ func (h *helmRecorder) RenderChart(ctx context.Context, req render.HelmRequest) 
 // remote is render.Options.Remote: the snapshot of a remote kustomize base, resolved through
 // the same cache as sources, and recorded in seen.
 func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool, seen *sync.Map) (fs.FS, error) {
-	commit, _, creds, err := f.lookup(ctx, repoURL, ref, refresh)
+	commit, _, err := f.lookup(ctx, repoURL, ref, refresh)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := f.git.Snapshot(ctx, repoURL, commit, creds)
+	snap, err := f.snapshot(ctx, repoURL, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +509,7 @@ func (f *Fetcher) remote(ctx context.Context, repoURL, ref string, refresh bool,
 // commit it read; with refresh, Git is asked.
 func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]string, refresh bool) bool {
 	for k, commit := range remotes {
-		now, _, _, err := f.lookup(ctx, k.url, k.revision, refresh)
+		now, _, err := f.lookup(ctx, k.url, k.revision, refresh)
 		if err != nil || now != commit {
 			return false
 		}
@@ -450,18 +517,10 @@ func (f *Fetcher) remotesUnchanged(ctx context.Context, remotes map[resolveKey]s
 	return true
 }
 
-// lookup resolves revision of the repository at url with its credentials, which it returns
-// for the snapshot that usually follows.
-func (f *Fetcher) lookup(ctx context.Context, url, revision string, refresh bool) (string, time.Duration, *gitrepo.Credentials, error) {
-	creds, err := f.credentials(ctx, url)
-	if err != nil {
-		return "", 0, nil, err
-	}
-	commit, poll, err := f.resolve(ctx, url, revision, creds, refresh)
-	return commit, poll, creds, err
-}
-
-func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitrepo.Credentials, refresh bool) (string, time.Duration, error) {
+// lookup resolves revision of the repository at url: from what the Fetcher resolved within the
+// poll interval, or else by asking Git with the repository's credentials, which are read only
+// then (an idle fleet's passes ask for revisions the Fetcher knows).
+func (f *Fetcher) lookup(ctx context.Context, url, revision string, refresh bool) (string, time.Duration, error) {
 	key := resolveKey{url, revision}
 	now := f.now()
 	f.mu.Lock()
@@ -472,6 +531,10 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 	}
 	// Every Application of a repository asks at about the same time: one lookup answers all.
 	v, err, _ := f.lookups.Do(url+"\x00"+revision, func() (any, error) {
+		creds, err := f.credentials(ctx, url)
+		if err != nil {
+			return "", err
+		}
 		commit, err := f.git.Resolve(ctx, url, revision, creds)
 		if err != nil {
 			// The next Fetch asks again rather than answering from the older resolution: a
@@ -495,6 +558,15 @@ func (f *Fetcher) resolve(ctx context.Context, url, revision string, creds *gitr
 		return "", 0, err
 	}
 	return v.(string), f.pollInterval, nil
+}
+
+// snapshot reads the repository at url at commit, with the repository's credentials.
+func (f *Fetcher) snapshot(ctx context.Context, url, commit string) (gitrepo.Snapshot, error) {
+	creds, err := f.credentials(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return f.git.Snapshot(ctx, url, commit, creds)
 }
 
 // Forget drops what the Fetcher remembers of revision in the repository at repoURL (both as

@@ -338,22 +338,90 @@ func TestFetchErrors(t *testing.T) {
 	checkManifests(t, "the good directory", got, broken, []string{"ConfigMap web-config version=1", "Service web"}, pollInterval)
 }
 
+// Credentials are read when Git is asked (a resolution, a snapshot), and only then: a fetch the
+// Fetcher answers from what it resolved and rendered within the poll interval reads none, so an
+// idle fleet's passes do not list Secrets; a failure to read them fails the fetch that needs them.
 func TestFetchCredentials(t *testing.T) {
 	errNoSecret := errors.New("secret repo-creds not found")
 	var asked []string
+	failing := false
 	fx := newFixture(t, Options{Credentials: func(_ context.Context, repoURL string) (*gitrepo.Credentials, error) {
 		asked = append(asked, repoURL)
-		if len(asked) > 1 {
+		if failing {
 			return nil, errNoSecret
 		}
 		return nil, nil
 	}})
 	src := fx.source()
 	fx.fetch(t, src, "", false)
-	if _, err := fx.fetcher.Fetch(context.Background(), src, "", false); !errors.Is(err, errNoSecret) {
-		t.Errorf("Fetch with failing credentials = %v, want %v", err, errNoSecret)
-	}
 	if want := []string{src.RepoURL, src.RepoURL}; !slices.Equal(asked, want) {
-		t.Errorf("credentials asked for %q, want %q", asked, want)
+		t.Errorf("the first fetch asked for the credentials of %q, want %q (the resolution and the snapshot)", asked, want)
+	}
+
+	failing, asked = true, nil
+	fx.now = fx.now.Add(pollInterval / 2)
+	fx.fetch(t, src, "", false)
+	if len(asked) != 0 {
+		t.Errorf("a fetch answered from the Fetcher's memory asked for the credentials of %q, want none", asked)
+	}
+
+	fx.now = fx.now.Add(pollInterval)
+	if _, err := fx.fetcher.Fetch(context.Background(), src, "", false); !errors.Is(err, errNoSecret) {
+		t.Errorf("Fetch after the poll interval with failing credentials = %v, want %v", err, errNoSecret)
+	}
+	if want := []string{src.RepoURL}; !slices.Equal(asked, want) {
+		t.Errorf("the fetch after the poll interval asked for the credentials of %q, want %q", asked, want)
+	}
+}
+
+// Revision gives what FetchSources gives as Commit and NextPoll, without rendering; answered
+// from what the Fetcher resolved within the poll interval, it allocates nothing: an idle fleet
+// asks it once per Application and poll.
+func TestRevisionIsTheCommitOfAFetchWithoutRendering(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, Options{})
+	src := fx.source()
+	second := fx.push(t, map[string]string{"apps/web/configmap.yaml": configMap("2")})
+	other := src
+	other.Path = "apps"
+	requests := map[string]Request{
+		"one source":            {Sources: []navarchv1.ApplicationSource{src}},
+		"a revision":            {Sources: []navarchv1.ApplicationSource{src}, Revisions: []string{fx.first}},
+		"two sources":           {Sources: []navarchv1.ApplicationSource{src, other}},
+		"two sources, revision": {Sources: []navarchv1.ApplicationSource{src, other}, Revisions: []string{"", fx.first}},
+	}
+	wantCommit := map[string]string{"one source": second, "a revision": fx.first, "two sources": second + "," + second, "two sources, revision": second + "," + fx.first}
+	fx.now = fx.now.Add(10 * time.Minute) // the first fetch of each resolves at this time
+	for name, req := range requests {
+		m, err := fx.fetcher.FetchSources(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: FetchSources: %v", name, err)
+		}
+		fx.now = fx.now.Add(time.Minute)
+		commit, next, err := fx.fetcher.Revision(ctx, req)
+		fx.now = fx.now.Add(-time.Minute)
+		if err != nil || commit != m.Commit || commit != wantCommit[name] || next != m.NextPoll-time.Minute {
+			t.Errorf("%s: Revision = %s, %s, %v; want %s, %s (FetchSources gave %s, %s a minute before)",
+				name, commit, next, err, wantCommit[name], m.NextPoll-time.Minute, m.Commit, m.NextPoll)
+		}
+	}
+
+	// Nothing is rendered: a path that does not exist fails a fetch, not Revision.
+	missing := src
+	missing.Path = "apps/none"
+	req := Request{Sources: []navarchv1.ApplicationSource{missing}}
+	if _, err := fx.fetcher.FetchSources(ctx, req); err == nil {
+		t.Fatal("FetchSources of a path that does not exist succeeded")
+	}
+	if commit, _, err := fx.fetcher.Revision(ctx, req); err != nil || commit != second {
+		t.Errorf("Revision of a path that does not exist = %s, %v; want %s", commit, err, second)
+	}
+
+	if n := testing.AllocsPerRun(100, func() {
+		if _, _, err := fx.fetcher.Revision(ctx, requests["one source"]); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Revision answered from the Fetcher's memory made %v allocations, want 0", n)
 	}
 }

@@ -38,4 +38,33 @@ func TestRemoteBaseFollowsItsRepository(t *testing.T) {
 	if fresh.Commit != first.Commit {
 		t.Errorf("the overlay's commit changed from %s to %s; only the base moved", first.Commit, fresh.Commit)
 	}
+	// What tells a pass that the same commit rendered other objects.
+	if first.Dependencies == "" || fresh.Dependencies == first.Dependencies {
+		t.Errorf("Dependencies %q before the base moved, %q after; want them set and different", first.Dependencies, fresh.Dependencies)
+	}
+	if plain := fx.fetch(t, fx.source(), "", false); plain.Dependencies != "" {
+		t.Errorf("a source without remote bases or charts has Dependencies %q, want none", plain.Dependencies)
+	}
+}
+
+// A rendering the cache let go and rendered again from the same base has the same
+// Dependencies: a pass that finds them unchanged need not compare again.
+func TestDependenciesSurviveRenderingAgain(t *testing.T) {
+	fx := newFixture(t, Options{CachedRenders: 1})
+	fx.push(t, map[string]string{"apps/web/kustomization.yaml": "resources: [configmap.yaml, service.yaml]\n"})
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"prod/kustomization.yaml": "resources:\n- " + fx.server.RepoURL(repoName) + "//apps/web?ref=main\n"})
+	if _, err := fx.server.CreateRepo("overlay", src); err != nil {
+		t.Fatal(err)
+	}
+	overlay := navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL("overlay"), Path: "prod", TargetRevision: "main"}
+	first := fx.fetch(t, overlay, "", false)
+	fx.fetch(t, fx.source(), "", false) // takes the cache's only place
+	again := fx.fetch(t, overlay, "", false)
+	if sameObjects(again.Objects, first.Objects) {
+		t.Fatal("the overlay's rendering was still cached: the test renders nothing again")
+	}
+	if again.Dependencies != first.Dependencies {
+		t.Errorf("rendered again from the same base: Dependencies %q, want %q", again.Dependencies, first.Dependencies)
+	}
 }
