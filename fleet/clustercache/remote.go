@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,9 +44,29 @@ type Remote struct {
 	queue       *queue
 	workers     sync.WaitGroup // the queue's workers
 
+	metrics passMetrics
+
 	mu         sync.Mutex
 	probeError error
 	onReady    func(cluster string)
+}
+
+// passMetrics are the Remote's series of the pass metrics, looked up once: an idle fleet's
+// polls make a pass per Application, and each lookup by label values costs an allocation.
+type passMetrics struct {
+	duration                   prometheus.Observer
+	errors, requeued, finished prometheus.Counter // by result
+	failures                   prometheus.Counter // reconcileErrors
+}
+
+func passMetricsOf(cluster string) passMetrics {
+	return passMetrics{
+		duration: reconcileDuration.WithLabelValues(cluster),
+		errors:   reconcileTotal.WithLabelValues(cluster, "error"),
+		requeued: reconcileTotal.WithLabelValues(cluster, "requeue_after"),
+		finished: reconcileTotal.WithLabelValues(cluster, "success"),
+		failures: reconcileErrors.WithLabelValues(cluster),
+	}
 }
 
 func objectMetaNamed(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -62,6 +83,7 @@ func newRemote(parent context.Context, name string, cfg *rest.Config, fingerprin
 		ctx:         ctx,
 		cancel:      cancel,
 		onReady:     opts.OnReady,
+		metrics:     passMetricsOf(name),
 	}
 	r.queue = newQueue(opts.Workers, func(key types.NamespacedName) { r.pass(opts.Quiet, opts.Handler, key) }, r.workers.Go)
 	context.AfterFunc(ctx, r.queue.close)
@@ -98,19 +120,19 @@ func (r *Remote) pass(quiet Quiet, h Handler, key types.NamespacedName) {
 	}
 	start := time.Now()
 	after, err := r.handle(quiet, h, key)
-	reconcileDuration.WithLabelValues(r.Name).Observe(time.Since(start).Seconds())
+	r.metrics.duration.Observe(time.Since(start).Seconds())
 	switch {
 	case err != nil:
-		reconcileTotal.WithLabelValues(r.Name, "error").Inc()
-		reconcileErrors.WithLabelValues(r.Name).Inc()
+		r.metrics.errors.Inc()
+		r.metrics.failures.Inc()
 		r.log.Error(err, "Reconciling Application failed", "application", key.String())
 		r.queue.retry(key)
 	case after > 0:
-		reconcileTotal.WithLabelValues(r.Name, "requeue_after").Inc()
+		r.metrics.requeued.Inc()
 		r.queue.forget(key)
 		r.queue.after(key, after)
 	default:
-		reconcileTotal.WithLabelValues(r.Name, "success").Inc()
+		r.metrics.finished.Inc()
 		r.queue.forget(key)
 	}
 }

@@ -26,6 +26,13 @@ type projects struct {
 	compiled map[string]compiledProject // by name
 }
 
+// projectReads and clusterReads lend the objects that Policy reads (see lender): every pass,
+// quiet ones included, asks for its Application's Project and Cluster.
+var (
+	projectReads lender[navarchv1.Project]
+	clusterReads lender[navarchv1.Cluster]
+)
+
 type compiledProject struct {
 	resourceVersion string
 	policy          *project.Policy
@@ -35,8 +42,9 @@ type compiledProject struct {
 // Project returns the Project named name, compiled. The error is a refusal
 // (*project.NotFoundError, *project.InvalidError) or a failure to read.
 func (p *projects) Project(ctx context.Context, name string) (*project.Policy, error) {
-	var proj navarchv1.Project
-	if err := p.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: name}, &proj); err != nil {
+	proj := projectReads.get()
+	defer projectReads.put(proj)
+	if err := p.client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: name}, proj, sharedRead...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &project.NotFoundError{Name: name, Namespace: p.namespace}
 		}
@@ -47,7 +55,7 @@ func (p *projects) Project(ctx context.Context, name string) (*project.Policy, e
 	if c, ok := p.compiled[name]; ok && c.resourceVersion == proj.ResourceVersion {
 		return c.policy, c.err
 	}
-	pol, err := project.Compile(&proj, p.namespace)
+	pol, err := project.Compile(proj.DeepCopy(), p.namespace) // its own copy: proj is lent
 	if err != nil {
 		err = &project.InvalidError{Name: name, Err: err}
 	}
@@ -63,11 +71,12 @@ func (p *projects) destination(ctx context.Context, cluster string) (project.Des
 	if cluster == navarchv1.InClusterName {
 		return project.ManagementCluster, nil
 	}
-	var c navarchv1.Cluster
-	if err := p.client.Get(ctx, types.NamespacedName{Name: cluster}, &c); err != nil {
+	c := clusterReads.get()
+	defer clusterReads.put(c)
+	if err := p.client.Get(ctx, types.NamespacedName{Name: cluster}, c, sharedRead...); err != nil {
 		return project.Destination{}, fmt.Errorf("read Cluster %s: %w", cluster, err)
 	}
-	return project.DestinationOf(&c), nil
+	return project.DestinationOf(c), nil
 }
 
 // Policy implements engine.Projects.

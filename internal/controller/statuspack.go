@@ -201,6 +201,9 @@ func takeWithoutStatusLists[O any](opts []O) ([]O, bool) {
 	if !slices.ContainsFunc(opts, is) {
 		return opts, false
 	}
+	if n := len(opts); is(opts[n-1]) && !slices.ContainsFunc(opts[:n-1], is) {
+		return opts[: n-1 : n-1], true // the usual place, last: no copy
+	}
 	return slices.DeleteFunc(slices.Clone(opts), is), true
 }
 
