@@ -724,10 +724,20 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	b.Helper()
 	time.Sleep(f.cfg.settle)
 	a := f.snapshot(b, ctrl)
+	allocs := make(chan struct{})
+	go func() {
+		defer close(allocs)
+		if ctrl.heapSampled {
+			// What the idle fleet allocates (its polls' quiet passes, probes, scrapes): the
+			// garbage that lifts its memory between releases.
+			ctrl.profile(b, f.artifacts, "idle-allocs.pprof", "allocs", fmt.Sprintf("?seconds=%d", int(f.cfg.idle.Seconds())), "alloc_space")
+		}
+	}()
 	time.Sleep(f.cfg.cpuWindow)
 	m := f.snapshot(b, ctrl)
 	time.Sleep(f.cfg.idle - f.cfg.cpuWindow)
 	z := f.snapshot(b, ctrl)
+	<-allocs
 
 	var out idleFigures
 	window := m.proc.at.Sub(a.proc.at)
