@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	navarchv1 "github.com/navarch-io/navarch/api/v1alpha1"
 )
@@ -23,6 +25,27 @@ var ErrNoCluster = errors.New("no such Cluster")
 // host in lower case, the scheme's default port and a trailing slash dropped. Strings that
 // are not URLs are only trimmed of trailing slashes.
 func NormalizeServer(server string) string {
+	if n, ok := normalized.Load(server); ok {
+		return n.(string)
+	}
+	n := normalizeServer(server)
+	if normalizedCount.Add(1) <= maxNormalized {
+		normalized.Store(server, n)
+	}
+	return n
+}
+
+// normalized remembers NormalizeServer's answers, up to maxNormalized of them: a fleet names
+// few API servers, and every pass of every Application checks its Cluster's against its
+// Project, which would otherwise parse the same URL each time.
+var (
+	normalized      sync.Map // server → its normalized form
+	normalizedCount atomic.Int64
+)
+
+const maxNormalized = 4096
+
+func normalizeServer(server string) string {
 	server = strings.TrimRight(strings.TrimSpace(server), "/")
 	u, err := url.Parse(server)
 	if err != nil || u.Host == "" {

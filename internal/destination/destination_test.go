@@ -44,3 +44,24 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// NormalizeServer's forms, asked twice: the second answer comes from its memory, the same
+// and without an allocation (every pass of every Application asks about its Cluster's server).
+func TestNormalizeServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://West.Example:443/":  "https://west.example",
+		" https://east.example:6443": "https://east.example:6443",
+		"http://[::1]:80":            "http://[::1]",
+		"HTTP://Host:8080/path/":     "http://host:8080/path",
+		"not a url/":                 "not a url",
+	} {
+		for round := range 2 {
+			if got := NormalizeServer(in); got != want {
+				t.Errorf("round %d: NormalizeServer(%q) = %q, want %q", round, in, got, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { NormalizeServer("https://West.Example:443/") }); n != 0 {
+		t.Errorf("NormalizeServer of a server it normalized before made %v allocations, want 0", n)
+	}
+}

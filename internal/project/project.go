@@ -212,7 +212,7 @@ func hasDotSegment(url string) bool {
 	}
 	url, _, _ = strings.Cut(url, "?")
 	url, _, _ = strings.Cut(url, "#")
-	for _, seg := range strings.FieldsFunc(strings.ToLower(url), func(r rune) bool { return r == '/' || r == ':' }) {
+	for seg := range strings.FieldsFuncSeq(strings.ToLower(url), func(r rune) bool { return r == '/' || r == ':' }) {
 		seg = strings.ReplaceAll(seg, "%2e", ".")
 		if seg == "." || seg == ".." {
 			return true
