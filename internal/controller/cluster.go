@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,19 @@ type ClusterReconciler struct {
 	// Shards, when replicas share the fleet, is this replica's share: it connects to and
 	// probes only the Clusters it holds.
 	Shards *shards
+
+	connected sync.Map // Cluster name → connection: what its Remote was made from
+}
+
+// connection is what a Cluster's Remote was connected with: the Cluster's version and its
+// kubeconfig Secret's. A probe that finds both unchanged, and the cache still holding that
+// Remote, reads the Secret's metadata only: every Cluster is probed every 30 seconds, and a
+// kubeconfig Secret, its certificates and keys, is kilobytes to send and decode.
+type connection struct {
+	cluster, secret types.UID
+	generation      int64
+	resourceVersion string // the Secret's
+	remote          *clustercache.Remote
 }
 
 // Reconcile connects to one Cluster and probes it.
@@ -46,6 +60,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		// and reconciles the Cluster again when it takes it. This replica's probe series of
 		// it would only go stale.
 		forgetClusterMetrics(req.Name)
+		r.connected.Delete(req.Name)
 		return ctrl.Result{}, nil
 	}
 	cluster := &navarchv1.Cluster{}
@@ -53,12 +68,14 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if client.IgnoreNotFound(err) == nil {
 			r.Clusters.Remove(req.Name)
 			forgetClusterMetrics(req.Name)
+			r.connected.Delete(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		r.Clusters.Remove(cluster.Name)
 		forgetClusterMetrics(cluster.Name)
+		r.connected.Delete(cluster.Name)
 		return ctrl.Result{}, nil
 	}
 	before := cluster.Status.DeepCopy()
@@ -98,26 +115,66 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // probe connects to the cluster and asks for its version.
 func (r *ClusterReconciler) probe(ctx context.Context, cluster *navarchv1.Cluster) (string, error) {
 	var kubeconfig []byte
+	var conn connection
 	if ref := cluster.Spec.KubeconfigSecretRef; ref != nil && !cluster.Spec.InCluster {
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		secretMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+		if err := r.SecretReader.Get(ctx, key, secretMeta); err != nil {
+			return "", secretError(cluster, ref, err)
+		}
+		conn = connection{cluster: cluster.UID, generation: cluster.Generation, secret: secretMeta.UID, resourceVersion: secretMeta.ResourceVersion}
+		if remote, ok := r.stillConnected(cluster.Name, conn); ok {
+			return remote.Probe(ctx)
+		}
 		secret := &corev1.Secret{}
-		if err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
-			return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: read Secret %s/%s: %w", ref.Namespace, ref.Name, err)}
+		if err := r.SecretReader.Get(ctx, key, secret); err != nil {
+			return "", secretError(cluster, ref, err)
 		}
-		key := ref.Key
-		if key == "" {
-			key = "value"
+		// What was read, should the Secret have changed since its metadata was.
+		conn.secret, conn.resourceVersion = secret.UID, secret.ResourceVersion
+		dataKey := ref.Key
+		if dataKey == "" {
+			dataKey = "value"
 		}
-		if kubeconfig = secret.Data[key]; len(kubeconfig) == 0 {
-			return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: Secret %s/%s has no key %q", ref.Namespace, ref.Name, key)}
+		if kubeconfig = secret.Data[dataKey]; len(kubeconfig) == 0 {
+			return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: Secret %s/%s has no key %q", ref.Namespace, ref.Name, dataKey)}
 		}
 	} else if !cluster.Spec.InCluster {
 		return "", &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec: set kubeconfigSecretRef or inCluster")}
 	}
 	remote, err := r.Clusters.Connect(cluster, kubeconfig)
 	if err != nil {
+		r.connected.Delete(cluster.Name)
 		return "", err
 	}
+	if conn.secret != "" {
+		conn.remote = remote
+		r.connected.Store(cluster.Name, conn)
+	}
 	return remote.Probe(ctx)
+}
+
+// stillConnected returns the Remote of the Cluster named name when it was connected with what
+// conn describes and the cache still holds it (it drops a Remote whose Cluster another replica
+// took, or that was removed).
+func (r *ClusterReconciler) stillConnected(name string, conn connection) (*clustercache.Remote, bool) {
+	v, ok := r.connected.Load(name)
+	if !ok {
+		return nil, false
+	}
+	last := v.(connection)
+	conn.remote = last.remote
+	if last != conn {
+		return nil, false
+	}
+	if current, err := r.Clusters.Get(name); err != nil || current != last.remote {
+		return nil, false
+	}
+	return last.remote, true
+}
+
+func secretError(cluster *navarchv1.Cluster, ref *navarchv1.KubeconfigSecretRef, err error) error {
+	return &clustercache.ConfigError{Cluster: cluster.Name, Err: fmt.Errorf("spec.kubeconfigSecretRef: read Secret %s/%s: %w", ref.Namespace, ref.Name, err)}
 }
 
 func withoutProbeTime(s *navarchv1.ClusterStatus) *navarchv1.ClusterStatus {
