@@ -844,6 +844,10 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	}
 	b.Logf("idle: the Git server served %d requests in %s, in %d bursts: %s", len(times), z.proc.at.Sub(a.proc.at).Round(time.Second), bursts, strings.Join(lines, "; "))
 
+	// The RSS at each snapshot, to set beside the polls' times above: a poll's passes leave
+	// garbage until the next release.
+	b.Logf("idle: RSS at the window's snapshots: +0s %d MB, +%.0fs %d MB, +%.0fs %d MB",
+		a.proc.rssKB>>10, m.proc.at.Sub(a.proc.at).Seconds(), m.proc.rssKB>>10, z.proc.at.Sub(a.proc.at).Seconds(), z.proc.rssKB>>10)
 	out.rssMB = float64(z.proc.rssKB) / 1024
 	out.heapMB = z.controller.value("go_memstats_heap_inuse_bytes") / (1 << 20)
 	mb := func(name string) float64 { return z.controller.value(name) / (1 << 20) }
