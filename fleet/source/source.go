@@ -218,31 +218,34 @@ func (f *Fetcher) Revision(ctx context.Context, req Request) (string, time.Durat
 	next := f.pollInterval
 	revisions := make([]string, 0, 1)
 	for i := range req.Sources {
-		src, revision := &req.Sources[i], req.Sources[i].TargetRevision
-		if i < len(req.Revisions) && req.Revisions[i] != "" {
-			revision = req.Revisions[i]
-		}
-		if src.Chart != "" {
-			if f.charts == nil {
-				return "", 0, fmt.Errorf("chart %q: Helm repositories are not configured", src.Chart)
-			}
-			version, err := f.charts.Resolve(ctx, src.RepoURL, src.Chart, revision, req.Refresh)
-			if err != nil {
-				return "", 0, err
-			}
-			revisions = append(revisions, version)
-			continue
-		}
-		commit, poll, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
+		revision, poll, err := f.revisionOf(ctx, req, i)
 		if err != nil {
 			return "", 0, err
 		}
-		revisions, next = append(revisions, commit), min(next, poll)
+		revisions, next = append(revisions, revision), min(next, poll)
 	}
 	if len(revisions) == 1 {
 		return revisions[0], next, nil
 	}
 	return JoinRevisions(revisions), next, nil
+}
+
+// revisionOf resolves the revision of req's source i (its targetRevision, or the revision req
+// gives it): a chart's version, or a Git commit and how long until it is looked up again (the
+// poll interval for a chart, whose versions its repository client keeps).
+func (f *Fetcher) revisionOf(ctx context.Context, req Request, i int) (string, time.Duration, error) {
+	src, revision := &req.Sources[i], req.Sources[i].TargetRevision
+	if i < len(req.Revisions) && req.Revisions[i] != "" {
+		revision = req.Revisions[i]
+	}
+	if src.Chart != "" {
+		if f.charts == nil || f.helm == nil {
+			return "", 0, fmt.Errorf("chart %q: Helm repositories are not configured", src.Chart)
+		}
+		version, err := f.charts.Resolve(ctx, src.RepoURL, src.Chart, revision, req.Refresh)
+		return version, f.pollInterval, err
+	}
+	return f.lookup(ctx, src.RepoURL, revision, req.Refresh)
 }
 
 // fetched is one source resolved: its revision, and its snapshot (Git sources).
@@ -282,29 +285,14 @@ func (f *Fetcher) FetchSources(ctx context.Context, req Request) (*Manifests, er
 	all := make([]fetched, len(req.Sources))
 	refs := map[string]fs.FS{}
 	for i, src := range req.Sources {
-		revision := src.TargetRevision
-		if i < len(req.Revisions) && req.Revisions[i] != "" {
-			revision = req.Revisions[i]
-		}
 		all[i].src = src
-		if src.Chart != "" {
-			if f.charts == nil || f.helm == nil {
-				return nil, fmt.Errorf("%schart %q: Helm repositories are not configured", name(i), src.Chart)
-			}
-			version, err := f.charts.Resolve(ctx, src.RepoURL, src.Chart, revision, req.Refresh)
-			if err != nil {
-				return nil, fmt.Errorf("%s%w", name(i), err)
-			}
-			all[i].revision = version
-			continue
-		}
-		commit, poll, err := f.lookup(ctx, src.RepoURL, revision, req.Refresh)
+		commit, poll, err := f.revisionOf(ctx, req, i)
 		if err != nil {
 			return nil, fmt.Errorf("%s%w", name(i), err)
 		}
 		nextPoll = min(nextPoll, poll)
 		all[i].revision = commit
-		if src.Ref != "" {
+		if src.Chart == "" && src.Ref != "" {
 			// Value files of other sources read this snapshot.
 			snap, err := f.snapshot(ctx, src.RepoURL, commit)
 			if err != nil {

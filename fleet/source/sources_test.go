@@ -11,13 +11,7 @@ import (
 // base stays, and a refresh that finds the base moved renders again.
 func TestRemoteBaseFollowsItsRepository(t *testing.T) {
 	fx := newFixture(t, Options{})
-	fx.push(t, map[string]string{"apps/web/kustomization.yaml": "resources: [configmap.yaml, service.yaml]\n"})
-	src := t.TempDir()
-	writeFiles(t, src, map[string]string{"prod/kustomization.yaml": "resources:\n- " + fx.server.RepoURL(repoName) + "//apps/web?ref=main\nnamePrefix: prod-\n"})
-	if _, err := fx.server.CreateRepo("overlay", src); err != nil {
-		t.Fatal(err)
-	}
-	overlay := navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL("overlay"), Path: "prod", TargetRevision: "main"}
+	overlay := fx.overlay(t, "namePrefix: prod-\n")
 
 	first := fx.fetch(t, overlay, "", false)
 	if got, want := summary(first.Objects), []string{"ConfigMap prod-web-config version=1", "Service prod-web"}; !slices.Equal(got, want) {
@@ -51,13 +45,7 @@ func TestRemoteBaseFollowsItsRepository(t *testing.T) {
 // Dependencies: a pass that finds them unchanged need not compare again.
 func TestDependenciesSurviveRenderingAgain(t *testing.T) {
 	fx := newFixture(t, Options{CachedRenders: 1})
-	fx.push(t, map[string]string{"apps/web/kustomization.yaml": "resources: [configmap.yaml, service.yaml]\n"})
-	src := t.TempDir()
-	writeFiles(t, src, map[string]string{"prod/kustomization.yaml": "resources:\n- " + fx.server.RepoURL(repoName) + "//apps/web?ref=main\n"})
-	if _, err := fx.server.CreateRepo("overlay", src); err != nil {
-		t.Fatal(err)
-	}
-	overlay := navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL("overlay"), Path: "prod", TargetRevision: "main"}
+	overlay := fx.overlay(t, "")
 	first := fx.fetch(t, overlay, "", false)
 	fx.fetch(t, fx.source(), "", false) // takes the cache's only place
 	again := fx.fetch(t, overlay, "", false)
@@ -67,4 +55,17 @@ func TestDependenciesSurviveRenderingAgain(t *testing.T) {
 	if again.Dependencies != first.Dependencies {
 		t.Errorf("rendered again from the same base: Dependencies %q, want %q", again.Dependencies, first.Dependencies)
 	}
+}
+
+// overlay makes apps/web a kustomization and returns the source of a repository "overlay" whose
+// kustomization at prod has it as a remote base on main, followed by more (kustomization lines).
+func (fx *fixture) overlay(t *testing.T, more string) navarchv1.ApplicationSource {
+	t.Helper()
+	fx.push(t, map[string]string{"apps/web/kustomization.yaml": "resources: [configmap.yaml, service.yaml]\n"})
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"prod/kustomization.yaml": "resources:\n- " + fx.server.RepoURL(repoName) + "//apps/web?ref=main\n" + more})
+	if _, err := fx.server.CreateRepo("overlay", src); err != nil {
+		t.Fatal(err)
+	}
+	return navarchv1.ApplicationSource{RepoURL: fx.server.RepoURL("overlay"), Path: "prod", TargetRevision: "main"}
 }
