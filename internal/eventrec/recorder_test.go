@@ -240,7 +240,8 @@ func TestRecordingNeverBlocksAndSaysWhatItDrops(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := range queueLength + 5 {
+		// The Events about one object go to one writer: its share of the queue, and 5 more.
+		for i := range queueLength/writers + 5 {
 			r.Eventf(cm, nil, corev1.EventTypeNormal, "Synced", "Sync", "event %d", i)
 		}
 	}()
@@ -249,8 +250,8 @@ func TestRecordingNeverBlocksAndSaysWhatItDrops(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Eventf blocked on a full queue")
 	}
-	if n := len(r.queue); n != queueLength {
-		t.Errorf("%d Events queued; want the queue's %d", n, queueLength)
+	if n := r.waiting(); n != queueLength/writers {
+		t.Errorf("%d Events queued; want the writer's share of the queue, %d", n, queueLength/writers)
 	}
 	// The first drop is logged at once; the others are counted and reported at the next sweep,
 	// and a sweep without drops ends the spell.
@@ -270,7 +271,7 @@ func TestRecordingNeverBlocksAndSaysWhatItDrops(t *testing.T) {
 	// An Event of no known type is refused, not written.
 	r2 := New(cs, scheme.New(), "navarch", logr.Discard())
 	r2.Eventf(cm, nil, "Error", "Synced", "Sync", "x")
-	if n := len(r2.queue); n != 0 {
+	if n := r2.waiting(); n != 0 {
 		t.Errorf("an Event of type Error was queued")
 	}
 }
@@ -286,21 +287,53 @@ func TestTheSeriesOfPastWindowsAreForgotten(t *testing.T) {
 	r.now = c.now
 	cm := configMap(t, ns, "app")
 	ctx := context.Background()
+	w := r.writers[0]
 	for i := range 20 {
 		ev, err := r.event(cm, nil, nil, corev1.EventTypeNormal, "Synced", "Sync", fmt.Sprintf("synced to %d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.write(ctx, ev)
+		w.write(ctx, ev)
 		c.advance(SeriesWindow / 10)
 	}
-	if len(r.series) != 20 {
-		t.Fatalf("%d series remembered after 20 Events; want 20", len(r.series))
+	if len(w.series) != 20 {
+		t.Fatalf("%d series remembered after 20 Events; want 20", len(w.series))
 	}
 	// The Events of the last 6 minutes (10 steps of 36 s, the one at the window's edge
 	// included) are kept.
-	r.forget()
-	if len(r.series) != 10 {
-		t.Errorf("%d series remembered after forgetting those past the window; want 10", len(r.series))
+	w.forget()
+	if len(w.series) != 10 {
+		t.Errorf("%d series remembered after forgetting those past the window; want 10", len(w.series))
+	}
+}
+
+func TestABurstOfEventsAboutManyObjectsIsWrittenWhole(t *testing.T) {
+	ns := testenv.Namespace(t, env.Client)
+	logs := &testenv.LogRecorder{}
+	r := start(t, &clock{t: time.Now()}, logs)
+	// As a fleet's sync records them: one Event about each of many Applications at once, more
+	// than one writer's share of the queue holds.
+	const objects = 1500
+	used := map[*writer]bool{}
+	for i := range objects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%04d", i)}}
+		r.Eventf(cm, nil, corev1.EventTypeNormal, "OperationSucceeded", "Sync", "synced")
+		used[r.writerOf(&corev1.ObjectReference{Namespace: ns, Name: cm.Name})] = true
+	}
+	if len(used) != writers {
+		t.Errorf("the Events about %d objects went to %d of the %d writers", objects, len(used), writers)
+	}
+	testenv.Eventually(t, "every Event of the burst written", func() string {
+		var list eventsv1.EventList
+		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		if len(list.Items) != objects {
+			return fmt.Sprintf("%d of %d Events written", len(list.Items), objects)
+		}
+		return ""
+	})
+	if n := len(logs.Lines("Dropped an Event: the management apiserver is behind on writing them", "reason", "OperationSucceeded")); n != 0 {
+		t.Errorf("Events of the burst were dropped")
 	}
 }
