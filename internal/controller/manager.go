@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
@@ -510,9 +511,14 @@ func uncompressed(inner filterProvider) filterProvider {
 	}
 }
 
-// newEventRecorder adds to mgr the writer of the controllers' Events, as "navarch".
+// newEventRecorder adds to mgr the writer of the controllers' Events, as "navarch". Events
+// are a built-in kind, so they travel as protobuf, which the management apiserver decodes and
+// encodes for less than JSON: a sync of 10,000 Applications writes 10,000 of them.
 func newEventRecorder(mgr ctrl.Manager, log logr.Logger) (*eventrec.Recorder, error) {
-	client, err := eventsclient.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	client, err := eventsclient.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("controller: the Events client: %w", err)
 	}
