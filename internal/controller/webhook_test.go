@@ -447,20 +447,34 @@ func TestWebhookIndexKeys(t *testing.T) {
 	app := func(repoURL, revision string) *navarchv1.Application {
 		return &navarchv1.Application{Spec: navarchv1.ApplicationSpec{Source: navarchv1.ApplicationSource{RepoURL: repoURL, TargetRevision: revision}}}
 	}
+	chart := app("https://github.com/acme/platform", "main")
+	chart.Spec.Source.Chart = "platform"
+	var refs gitRefs
 	for _, tc := range []struct {
 		app  *navarchv1.Application
-		want []string
+		want gitRef // what a push must move to concern the Application; zero for nothing
 	}{
-		{app("https://github.com/Acme/Platform.git", "main"), []string{"github.com/acme/platform#main"}},
-		{app("git@github.com:acme/platform", "refs/heads/main"), []string{"github.com/acme/platform#main"}},
-		{app("https://github.com/acme/platform/", ""), []string{"github.com/acme/platform#HEAD"}},
-		{app("https://github.com/acme/platform", "HEAD"), []string{"github.com/acme/platform#HEAD"}},
-		{app("https://github.com/acme/platform", "v1.0.0"), []string{"github.com/acme/platform#v1.0.0"}},
-		{app("", "main"), nil},
+		{app("https://github.com/Acme/Platform.git", "main"), gitRef{"github.com/acme/platform", "main"}},
+		{app("git@github.com:acme/platform", "refs/heads/main"), gitRef{"github.com/acme/platform", "main"}},
+		{app("https://github.com/acme/platform/", ""), gitRef{"github.com/acme/platform", "HEAD"}},
+		{app("https://github.com/acme/platform", "HEAD"), gitRef{"github.com/acme/platform", "HEAD"}},
+		{app("https://github.com/acme/platform", "v1.0.0"), gitRef{"github.com/acme/platform", "v1.0.0"}},
+		{app("", "main"), gitRef{}},
+		{chart, gitRef{}}, // a Helm repository's chart
 	} {
-		if got := webhookSourceKeys(tc.app); !slices.Equal(got, tc.want) {
-			t.Errorf("%s@%s: keys %q, want %q", tc.app.Spec.Source.RepoURL, tc.app.Spec.Source.TargetRevision, got, tc.want)
+		name := tc.app.Spec.Source.RepoURL + "@" + tc.app.Spec.Source.TargetRevision
+		for _, moved := range []gitRef{
+			{"github.com/acme/platform", "main"}, {"github.com/acme/platform", "HEAD"},
+			{"github.com/acme/platform", "v1.0.0"}, {"github.com/acme/other", "main"}, {"", "main"},
+		} {
+			if got, want := refs.follows(tc.app, map[gitRef]bool{moved: true}), moved == tc.want; got != want {
+				t.Errorf("%s, a push of %v: follows %t, want %t", name, moved, got, want)
+			}
 		}
+	}
+	// Each of the 5 Git URLs is parsed once, however often it is asked about.
+	if len(refs.repoKeys) != 5 {
+		t.Errorf("repository keys of %d URLs remembered, want the 5 Git URLs asked about: %q", len(refs.repoKeys), refs.repoKeys)
 	}
 
 	set := &navarchv1.ApplicationSet{}
