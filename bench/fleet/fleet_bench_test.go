@@ -74,12 +74,15 @@ func source(release string) map[string]string {
 // NAVARCH_BENCH_KEEP=1 keeps the artifacts directory (cluster and controller logs).
 // NAVARCH_BENCH_PHASE_PROFILES=1 profiles the apiservers over the whole of each phase, in
 // 30-second pieces, instead of over 20 seconds of it. NAVARCH_BENCH_HEAP_PROFILE=1 has the
-// controller sample its heap, and saves its heap profile at rest.
+// controller sample its heap, and saves its heap profile at rest. NAVARCH_BENCH_SYNC_PROFILE=1
+// profiles the controller's CPU over the first minute of the sync; it is off by default because
+// the profile's symbols are read from the controller's binary, whose pages then stay mapped
+// and count in the RSS read at rest (bench/RESULTS.md, "Twenty-fifth session").
 type benchConfig struct {
-	clusters, apps, apiservers    int
-	rest, settle, idle, cpuWindow time.Duration
-	bareWriters                   int
-	keep, phaseProfiles           bool
+	clusters, apps, apiservers       int
+	rest, settle, idle, cpuWindow    time.Duration
+	bareWriters                      int
+	keep, phaseProfiles, syncProfile bool
 }
 
 func configFromEnv(b *testing.B) benchConfig {
@@ -93,6 +96,7 @@ func configFromEnv(b *testing.B) benchConfig {
 		bareWriters:   envInt(b, "NAVARCH_BENCH_BARE_WRITERS", 16),
 		keep:          os.Getenv("NAVARCH_BENCH_KEEP") != "",
 		phaseProfiles: os.Getenv("NAVARCH_BENCH_PHASE_PROFILES") != "",
+		syncProfile:   os.Getenv("NAVARCH_BENCH_SYNC_PROFILE") != "",
 	}
 	c.cpuWindow = min(2*time.Minute, c.idle)
 	if c.apps%c.clusters != 0 || c.clusters%c.apiservers != 0 {
@@ -364,6 +368,9 @@ func (f *fleet) measure(b *testing.B) {
 	profiled := make(chan struct{})
 	go func() {
 		defer close(profiled)
+		if !f.cfg.syncProfile {
+			return
+		}
 		seconds := min(60, max(5, f.cfg.apps/100))
 		ctrl.profile(b, f.artifacts, "sync-cpu.pprof", "profile", fmt.Sprintf("?seconds=%d", seconds), "cpu")
 	}()
@@ -851,10 +858,11 @@ func (f *fleet) measureIdle(b *testing.B, ctrl *navarchProcess) idleFigures {
 	out.rssMB = float64(z.proc.rssKB) / 1024
 	out.heapMB = z.controller.value("go_memstats_heap_inuse_bytes") / (1 << 20)
 	mb := func(name string) float64 { return z.controller.value(name) / (1 << 20) }
-	b.Logf("memory at %d Applications and %d Clusters: RSS %.0f MB (budget ≤ 120 MB: anonymous %d MB, mapped files %d MB), peak RSS so far %d MB; "+
+	code, rodata := ctrl.binaryPages(b)
+	b.Logf("memory at %d Applications and %d Clusters: RSS %.0f MB (budget ≤ 120 MB: anonymous %d MB, mapped files %d MB: the binary's code %d MB and read-only data %d MB), peak RSS so far %d MB; "+
 		"Go heap in use %.0f MB, allocated %.0f MB, idle %.0f MB of which released %.0f MB, stacks %.0f MB, obtained from the OS %.0f MB; %.0f goroutines; "+
 		"the runtime's own: GC metadata %.1f MB, spans %.1f MB, profiling buckets %.1f MB, other %.1f MB",
-		f.cfg.apps, f.cfg.clusters, out.rssMB, z.proc.anonKB>>10, z.proc.fileKB>>10, z.proc.hwmKB>>10,
+		f.cfg.apps, f.cfg.clusters, out.rssMB, z.proc.anonKB>>10, z.proc.fileKB>>10, code>>10, rodata>>10, z.proc.hwmKB>>10,
 		out.heapMB, mb("go_memstats_heap_alloc_bytes"), mb("go_memstats_heap_idle_bytes"), mb("go_memstats_heap_released_bytes"),
 		mb("go_memstats_stack_inuse_bytes"), mb("go_memstats_sys_bytes"), z.controller.value("go_goroutines"),
 		mb("go_memstats_gc_sys_bytes"), mb("go_memstats_mspan_inuse_bytes"), mb("go_memstats_buck_hash_sys_bytes"), mb("go_memstats_other_sys_bytes"))

@@ -389,6 +389,38 @@ func (p *navarchProcess) sample(b *testing.B) procSample {
 	return s
 }
 
+// binaryPages returns the resident KB of the controller binary's code (its r-xp mapping) and
+// read-only data (r--p: the function tables and symbols, constant data), from smaps. What of
+// the read-only data is resident depends on what read it: stack walks, and any profile, whose
+// symbols are looked up there.
+func (p *navarchProcess) binaryPages(b *testing.B) (codeKB, rodataKB int64) {
+	b.Helper()
+	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var into *int64
+	for line := range strings.Lines(string(smaps)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 6 && strings.Contains(f[0], "-"): // a mapping's first line
+			into = nil
+			if f[5] == p.cmd.Path {
+				switch f[1] {
+				case "r-xp":
+					into = &codeKB
+				case "r--p":
+					into = &rodataKB
+				}
+			}
+		case into != nil && len(f) >= 2 && f[0] == "Rss:":
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			*into += kb
+		}
+	}
+	return codeKB, rodataKB
+}
+
 // metrics reads the controller's Prometheus endpoint.
 func (p *navarchProcess) metrics() (metricSet, error) {
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(p.metricsURL)
