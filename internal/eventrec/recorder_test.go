@@ -228,13 +228,14 @@ func TestEventsAboutClusterScopedObjectsGoToDefault(t *testing.T) {
 	waitForEvents(t, metav1.NamespaceDefault, name, map[string]int32{"Seen: namespace " + name: 1})
 }
 
-func TestRecordingNeverBlocksAndSaysWhatItDrops(t *testing.T) {
+func TestRecordingWaitsBrieflyAndSaysWhatItDrops(t *testing.T) {
 	cs, err := eventsclient.NewForConfig(env.Management.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &testenv.LogRecorder{}
 	r := New(cs, scheme.New(), "navarch", logs.Wrap(env.Logger)) // not started: nothing drains it
+	r.queueWait = 100 * time.Millisecond
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "app"}}
 
 	done := make(chan struct{})
@@ -245,10 +246,15 @@ func TestRecordingNeverBlocksAndSaysWhatItDrops(t *testing.T) {
 			r.Eventf(cm, nil, corev1.EventTypeNormal, "Synced", "Sync", "event %d", i)
 		}
 	}()
+	began := time.Now()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("Eventf blocked on a full queue")
+	}
+	// Each of the 5 waited for room, then gave up.
+	if took := time.Since(began); took < 5*r.queueWait {
+		t.Errorf("the 5 Events with no room were dropped after %s; want each after waiting %s", took, r.queueWait)
 	}
 	if n := r.waiting(); n != queueLength/writers {
 		t.Errorf("%d Events queued; want the writer's share of the queue, %d", n, queueLength/writers)
@@ -310,7 +316,8 @@ func TestTheSeriesOfPastWindowsAreForgotten(t *testing.T) {
 func TestABurstOfEventsAboutManyObjectsIsWrittenWhole(t *testing.T) {
 	ns := testenv.Namespace(t, env.Client)
 	logs := &testenv.LogRecorder{}
-	r := start(t, &clock{t: time.Now()}, logs)
+	c := &clock{t: time.Now()}
+	r := start(t, c, logs)
 	// As a fleet's sync records them: one Event about each of many Applications at once, more
 	// than one writer's share of the queue holds.
 	const objects = 1500
@@ -335,5 +342,23 @@ func TestABurstOfEventsAboutManyObjectsIsWrittenWhole(t *testing.T) {
 	})
 	if n := len(logs.Lines("Dropped an Event: the management apiserver is behind on writing them", "reason", "OperationSucceeded")); n != 0 {
 		t.Errorf("Events of the burst were dropped")
+	}
+
+	// Events about one object, more than its writer's queue holds: recording waits for room
+	// as the writer takes them, and loses none.
+	cm := configMap(t, ns, "busy")
+	const many = queueLength/writers + 100
+	for i := range many {
+		c.advance(time.Microsecond) // an Event's name is its object's and its time's
+		r.Eventf(cm, nil, corev1.EventTypeNormal, "OperationSucceeded", "Sync", "synced %d", i)
+	}
+	testenv.Eventually(t, "every Event about one object written", func() string {
+		if n := len(eventsAbout(t, ns, "busy")); n != many {
+			return fmt.Sprintf("%d of %d Events written", n, many)
+		}
+		return ""
+	})
+	if n := len(logs.Lines("Dropped an Event: the management apiserver is behind on writing them", "reason", "OperationSucceeded")); n != 0 {
+		t.Errorf("Events about one object were dropped")
 	}
 }
