@@ -75,9 +75,10 @@ func source(release string) map[string]string {
 // NAVARCH_BENCH_PHASE_PROFILES=1 profiles the apiservers over the whole of each phase, in
 // 30-second pieces, instead of over 20 seconds of it. NAVARCH_BENCH_HEAP_PROFILE=1 has the
 // controller sample its heap, and saves its heap profile at rest. NAVARCH_BENCH_SYNC_PROFILE=1
-// profiles the controller's CPU over the first minute of the sync; it is off by default because
-// the profile's symbols are read from the controller's binary, whose pages then stay mapped
-// and count in the RSS read at rest (bench/RESULTS.md, "Twenty-fifth session").
+// profiles the controller's CPU over the first minute of the sync. It is off by default, so
+// that the controller measured is one nobody profiles, as in production: a profile costs CPU
+// while it runs, and its symbols are read from the binary's read-only data, whose pages count
+// in the RSS read at rest (bench/RESULTS.md, "Twenty-fifth session").
 type benchConfig struct {
 	clusters, apps, apiservers       int
 	rest, settle, idle, cpuWindow    time.Duration
