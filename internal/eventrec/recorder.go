@@ -16,6 +16,7 @@ import (
 	"hash/maphash"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -246,10 +247,10 @@ func (r *Recorder) NeedLeaderElection() bool { return false }
 // most a few seconds more.
 func (r *Recorder) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
+	var dropped atomic.Int64 // at shutdown, by all writers
 	for _, w := range r.writers {
-		wg.Go(func() { w.run(ctx) })
+		wg.Go(func() { dropped.Add(int64(w.run(ctx))) })
 	}
-	defer wg.Wait()
 	report := time.NewTicker(SeriesWindow / 6)
 	defer report.Stop()
 	for {
@@ -257,43 +258,52 @@ func (r *Recorder) Start(ctx context.Context) error {
 		case <-report.C:
 			r.reportDrops()
 		case <-ctx.Done():
+			wg.Wait()
+			if n := dropped.Load(); n > 0 {
+				r.log.Info("Dropped the Events still queued at shutdown", "count", n)
+			}
 			return nil
 		}
 	}
 }
 
-// run writes the writer's queued Events, and forgets its past series, until ctx ends.
-func (w *writer) run(ctx context.Context) {
+// run writes the writer's queued Events, and forgets its past series, until ctx ends. It
+// returns how many Events it dropped at the end, not written in time.
+func (w *writer) run(ctx context.Context) (dropped int) {
 	sweep := time.NewTicker(SeriesWindow / 6)
 	defer sweep.Stop()
 	for {
 		select {
 		case ev := <-w.queue:
+			if ctx.Err() != nil {
+				return w.drain(ev) // taken as the manager stopped
+			}
 			w.write(ctx, ev)
 		case <-sweep.C:
 			w.forget()
 		case <-ctx.Done():
-			w.drain()
-			return
+			return w.drain(nil)
 		}
 	}
 }
 
-// drain writes what is left in the writer's queue when the manager stops.
-func (w *writer) drain() {
+// drain writes first (when not nil) and what is left in the writer's queue when the manager
+// stops, for at most a few seconds, and returns how many Events it left unwritten.
+func (w *writer) drain(first *eventsv1.Event) (dropped int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for {
-		select {
-		case ev := <-w.queue:
-			if ctx.Err() != nil {
-				w.r.log.Info("Dropped the Events still queued at shutdown", "count", len(w.queue)+1)
-				return
+	for ev := first; ; ev = nil {
+		if ev == nil {
+			select {
+			case ev = <-w.queue:
+			default:
+				return 0
 			}
-			w.write(ctx, ev)
-		default:
-			return
 		}
+		if ctx.Err() != nil {
+			return len(w.queue) + 1
+		}
+		w.write(ctx, ev)
 	}
 }
 
