@@ -47,11 +47,13 @@ const (
 	queueLength = 4096
 	// QueueWait is how long recording an Event waits for room in its writer's queue. A burst
 	// of syncs that records Events faster than the management apiserver takes them then slows
-	// to its pace instead of losing them (32 writers without the wait still dropped 381 of the
-	// 10,000 Events of the benchmark's commit, at 100 a second); a writer that has not taken
-	// an Event for this long is stuck on an apiserver that does not answer, and new Events are
-	// dropped, and the drop is logged, rather than holding up every sync.
-	QueueWait = 2 * time.Second
+	// to its pace instead of losing them (32 writers without the wait dropped 381 and 696 of
+	// the 10,000 Events of the benchmark's commit, at 100 a second, and with a wait of 2 s,
+	// 158: a busy apiserver's answer, or a retry's pause, can hold a writer that long). A
+	// writer that has not taken an Event for this long, longer than its retries' pauses, is
+	// stuck on an apiserver that does not answer: new Events are then dropped, and the drop is
+	// logged, rather than holding up every sync.
+	QueueWait = 10 * time.Second
 	// noteLimit is the Events API's limit on a note, in bytes.
 	noteLimit = 1024
 	// attempts and retryPause bound how long one Event may hold up the others when the
