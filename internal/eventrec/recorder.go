@@ -245,13 +245,21 @@ func (r *Recorder) event(regarding, related runtime.Object, annotations map[stri
 // NeedLeaderElection says every replica writes the Events of its own work.
 func (r *Recorder) NeedLeaderElection() bool { return false }
 
-// Start runs the writers until ctx ends; each then writes the Events already queued, for at
-// most a few seconds more.
+// drainTime is how long the writers go on writing the Events already queued, and the ones in
+// flight, once the manager stops.
+const drainTime = 5 * time.Second
+
+// Start runs the writers until ctx ends; they then write the Events already queued, and finish
+// the ones in flight, for at most drainTime more.
 func (r *Recorder) Start(ctx context.Context) error {
+	// The writes outlive ctx by drainTime, so that an Event in flight when the manager stops
+	// is not abandoned with its request.
+	writes, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWrites()
 	var wg sync.WaitGroup
 	var dropped atomic.Int64 // at shutdown, by all writers
 	for _, w := range r.writers {
-		wg.Go(func() { dropped.Add(int64(w.run(ctx))) })
+		wg.Go(func() { dropped.Add(int64(w.run(ctx, writes))) })
 	}
 	report := time.NewTicker(SeriesWindow / 6)
 	defer report.Stop()
@@ -260,6 +268,8 @@ func (r *Recorder) Start(ctx context.Context) error {
 		case <-report.C:
 			r.reportDrops()
 		case <-ctx.Done():
+			stop := time.AfterFunc(drainTime, cancelWrites)
+			defer stop.Stop()
 			wg.Wait()
 			if n := dropped.Load(); n > 0 {
 				r.log.Info("Dropped the Events still queued at shutdown", "count", n)
@@ -269,31 +279,30 @@ func (r *Recorder) Start(ctx context.Context) error {
 	}
 }
 
-// run writes the writer's queued Events, and forgets its past series, until ctx ends. It
-// returns how many Events it dropped at the end, not written in time.
-func (w *writer) run(ctx context.Context) (dropped int) {
+// run writes the writer's queued Events with writes, and forgets its past series, until ctx
+// ends; then it drains the queue. It returns how many Events it dropped at the end, not
+// written before writes ended.
+func (w *writer) run(ctx, writes context.Context) (dropped int) {
 	sweep := time.NewTicker(SeriesWindow / 6)
 	defer sweep.Stop()
 	for {
 		select {
 		case ev := <-w.queue:
 			if ctx.Err() != nil {
-				return w.drain(ev) // taken as the manager stopped
+				return w.drain(writes, ev) // taken as the manager stopped
 			}
-			w.write(ctx, ev)
+			w.write(writes, ev)
 		case <-sweep.C:
 			w.forget()
 		case <-ctx.Done():
-			return w.drain(nil)
+			return w.drain(writes, nil)
 		}
 	}
 }
 
 // drain writes first (when not nil) and what is left in the writer's queue when the manager
-// stops, for at most a few seconds, and returns how many Events it left unwritten.
-func (w *writer) drain(first *eventsv1.Event) (dropped int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// stops, until writes ends, and returns how many Events it left unwritten.
+func (w *writer) drain(writes context.Context, first *eventsv1.Event) (dropped int) {
 	for ev := first; ; ev = nil {
 		if ev == nil {
 			select {
@@ -302,10 +311,10 @@ func (w *writer) drain(first *eventsv1.Event) (dropped int) {
 				return 0
 			}
 		}
-		if ctx.Err() != nil {
+		if writes.Err() != nil {
 			return len(w.queue) + 1
 		}
-		w.write(ctx, ev)
+		w.write(writes, ev)
 	}
 }
 
