@@ -414,19 +414,11 @@ func checkRolloutOrder(t *testing.T, ns string, h []appVersion, commit string) {
 		idx("rolled out", prod, rolledOutAt(commit))
 	}
 	// maxUpdate 1: replay the history and look at both prod Applications after each version.
-	// An Application whose rollout of commit has ended (Synced and Healthy at it) is no longer
-	// under way, even when its status says Unknown a moment later (a restarted controller's
-	// cluster not connected yet).
 	latest := map[string]*navarchv1.Application{}
-	done := map[string]bool{}
-	underWay := func(a *navarchv1.Application) bool { return a != nil && !done[a.Name] && busyAt(a, commit) }
 	for i, v := range h {
 		latest[v.app.Name] = v.app
-		if rolledOut(v.app, commit) {
-			done[v.app.Name] = true
-		}
 		a, b := latest[appName(ns, "prod-a")], latest[appName(ns, "prod-b")]
-		if underWay(a) && underWay(b) {
+		if a != nil && b != nil && busyAt(a, commit) && busyAt(b, commit) {
 			t.Fatalf("version %d: both prod Applications are rolling out %.8s at once (maxUpdate 1):\n%s: %s\n%s: %s",
 				i, commit, a.Name, describe(a), b.Name, describe(b))
 		}
